@@ -1,0 +1,27 @@
+# build_config.rb: the libmruby.a that mod_mruby links when configured with
+# --with-mruby-source=DIR (an mruby 3.1 source tree, e.g. from
+# `apt-get source mruby`). The Makefile runs `rake` in DIR with
+# MRUBY_CONFIG pointing here; nothing is downloaded.
+#
+# The library is built position-independent (it goes into a shared object)
+# with the same standard gems as Debian's libmruby, plus this project's
+# gem, so a script behaves the same on both build paths.
+
+MRuby::Build.new do |conf|
+  conf.toolchain :gcc
+
+  # Where the Makefile wants the build (build/mruby in the module's tree).
+  conf.build_dir = File.join(ENV['MM_MRUBY_BUILD_DIR'], conf.name) if ENV['MM_MRUBY_BUILD_DIR']
+
+  conf.cc.flags << '-fPIC' << '-O2' << '-g'
+
+  conf.gembox 'stdlib'
+  conf.gembox 'stdlib-ext'
+  conf.gembox 'stdlib-io'
+  conf.gembox 'math'
+  conf.gembox 'metaprog' # includes mruby-compiler: scripts are compiled at run time
+
+  # The Ruby half of mod_mruby's API.
+  gem_dir = ENV['MM_GEM_DIR'] || File.join(File.dirname(File.expand_path(__FILE__)), 'mrbgems')
+  conf.gem File.join(gem_dir, 'mruby-apache')
+end

@@ -1,0 +1,16 @@
+assert('require accepts the built-in feature names') do
+  assert_false require('Apache')
+  assert_false require('apache')
+  assert_false require('mod_mruby')
+  assert_false require('Apache.rb')
+end
+
+assert('require of anything else raises LoadError') do
+  e = assert_raise(LoadError) { require 'json' }
+  assert_true e.message.start_with?('cannot load such file -- json')
+  assert_raise(LoadError) { require 'Apache/extra' }
+end
+
+assert('LoadError is a ScriptError') do
+  assert_true LoadError.ancestors.include?(ScriptError)
+end

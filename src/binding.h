@@ -1,0 +1,52 @@
+/* binding.h: what the Ruby class bindings share: the init list, access to
+ * the current run, and request-bound wrapper objects. */
+#ifndef MM_BINDING_H
+#define MM_BINDING_H
+
+#include "httpd.h"
+
+#include <mruby.h>
+
+#include "run.h"
+
+/* Defines the Ruby API in a fresh VM: each class's init in order, then the
+ * Ruby half of the API (mrbgems/mruby-apache). */
+void mm_binding_init(mrb_state *mrb);
+
+/* One init function per class file (binding.c calls them in order). */
+void mm_apache_init(mrb_state *mrb);  /* rb_apache.c: Apache */
+void mm_table_init(mrb_state *mrb);   /* rb_table.c: Apache::Headers_in, ... */
+void mm_request_init(mrb_state *mrb); /* rb_request.c: Apache::Request */
+
+/* The request's tables, as Ruby sees them (rb_table.c). */
+typedef enum {
+    MM_TABLE_HEADERS_IN,
+    MM_TABLE_HEADERS_OUT,
+    MM_TABLE_ERR_HEADERS_OUT,
+    MM_TABLE_NOTES,
+    MM_TABLE_COUNT
+} mm_table_kind_e;
+
+/* A table object of the given kind bound to the current request. */
+mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind);
+
+/* The run in progress; raises if a request is needed and there is none
+ * (a method called at load time or in a server phase). */
+mm_run_t *mm_binding_run(mrb_state *mrb, const char *what);
+request_rec *mm_binding_request(mrb_state *mrb, const char *what);
+
+/* Request-bound objects (Apache::Request, the tables) carry the serial of
+ * the run that made them plus a small tag (which table). Using one after its
+ * request ended raises instead of touching freed memory. */
+#define MM_TAG_BITS 4
+mrb_value mm_binding_wrap(mrb_state *mrb, struct RClass *cls, unsigned int tag);
+request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag);
+
+/* A Ruby String copied into pool as a C string; raises TypeError for a
+ * non-String and ArgumentError for an embedded NUL. */
+char *mm_binding_pstr(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what);
+
+/* The Apache class (defined by mm_apache_init). */
+struct RClass *mm_binding_apache(mrb_state *mrb);
+
+#endif

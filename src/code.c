@@ -1,0 +1,543 @@
+/* code.c: compiles Ruby code once and loads the bytecode into each VM.
+ *
+ * Inline code and `cache` files are compiled while the configuration is read;
+ * their RITE images live in pconf and every VM loads one on first use. Other
+ * file scripts (AddHandler mruby-script, mrubyHandler without `cache`) are
+ * compiled on first use. Their image goes into a process-wide table keyed by
+ * path and stamped with the file's inode, size and times: every thread then
+ * loads the image without parsing again, and a changed stamp (seen in
+ * r->finfo, which httpd has already filled) makes the next request recompile.
+ * Nothing here is consulted per request beyond one hash lookup in the
+ * thread's own VM. */
+
+#include "apr_file_io.h"
+#include "apr_hash.h"
+#include "apr_strings.h"
+#include "apr_thread_mutex.h"
+
+#include <mruby.h>
+#include <mruby/compile.h>
+#include <mruby/dump.h>
+#include <mruby/error.h>
+#include <mruby/irep.h>
+#include <mruby/proc.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "code.h"
+#include "mod_mruby.h"
+
+APLOG_USE_MODULE(mruby);
+
+/* Scripts larger than this are refused: they are certainly a mistake. */
+#define MM_SCRIPT_MAX_BYTES (16 * 1024 * 1024)
+
+/* What identifies one version of a file. */
+typedef struct {
+    apr_ino_t inode;
+    apr_dev_t device;
+    apr_off_t size;
+    apr_time_t mtime;
+    apr_time_t ctime;
+} mm_stamp_t;
+
+/* One file's compiled image, shared by the threads of a process. */
+typedef struct {
+    mm_stamp_t stamp;
+    uint8_t *bin; /* malloc: RITE image; NULL when the file did not compile */
+    size_t bin_len;
+    char *error; /* malloc: why it did not compile, or NULL */
+} mm_image_t;
+
+/* A file script loaded into one VM; allocated from the VM's pool. */
+typedef struct {
+    mm_stamp_t stamp;
+    struct RProc *proc; /* kept alive with mrb_gc_register while cached */
+} mm_loaded_t;
+
+static int script_count;      /* scripts configured so far in this generation */
+static mrb_state *config_mrb; /* compiles configured code; closed after config */
+
+static struct {
+    apr_thread_mutex_t *lock; /* guards pool and images */
+    apr_pool_t *pool;         /* private allocator, so threads may use it under lock */
+    apr_hash_t *images;       /* path -> mm_image_t */
+} shared;
+
+static void stamp_of(mm_stamp_t *st, const apr_finfo_t *fi)
+{
+    st->inode = fi->inode;
+    st->device = fi->device;
+    st->size = fi->size;
+    st->mtime = fi->mtime;
+    st->ctime = fi->ctime;
+}
+
+static int stamp_eq(const mm_stamp_t *a, const mm_stamp_t *b)
+{
+    return a->inode == b->inode && a->device == b->device && a->size == b->size && a->mtime == b->mtime &&
+           a->ctime == b->ctime;
+}
+
+/* ------------------------------------------------------------------ compiling */
+
+/* A proc made from bytecode becomes a top-level script: no enclosing proc,
+ * methods it defines go to Object. */
+static void make_toplevel(mrb_state *mrb, struct RProc *proc)
+{
+    proc->upper = NULL;
+    proc->c = NULL;
+    MRB_PROC_SET_TARGET_CLASS(proc, mrb->object_class);
+}
+
+typedef struct {
+    const char *name; /* file name recorded in the debug info */
+    const char *src;
+    size_t len;
+    int lineno;   /* line number of the first line of src */
+    int dump;     /* also produce a RITE image */
+    uint8_t *bin; /* mrb_malloc'd image when dump */
+    size_t bin_len;
+    char error[512]; /* "name:line:col: message" for a syntax error */
+} mm_compile_t;
+
+static mrb_value compile_body(mrb_state *mrb, void *ud)
+{
+    mm_compile_t *c = ud;
+    mrbc_context *cxt = mrbc_context_new(mrb);
+    struct mrb_parser_state *ps;
+    struct RProc *proc = NULL;
+
+    mrbc_filename(mrb, cxt, c->name);
+    cxt->capture_errors = TRUE;
+    cxt->lineno = (uint16_t)(c->lineno > 0 && c->lineno < 65536 ? c->lineno : 1);
+    ps = mrb_parse_nstring(mrb, c->src, c->len, cxt);
+    if (ps == NULL) {
+        snprintf(c->error, sizeof c->error, "%s: out of memory while parsing", c->name);
+    } else if (ps->nerr > 0) {
+        snprintf(c->error, sizeof c->error, "%s:%d:%d: %s", c->name, (int)ps->error_buffer[0].lineno,
+                 (int)ps->error_buffer[0].column, ps->error_buffer[0].message);
+    } else {
+        proc = mrb_generate_code(mrb, ps);
+        if (proc == NULL) {
+            snprintf(c->error, sizeof c->error, "%s: code generation failed", c->name);
+        }
+    }
+    if (ps) {
+        mrb_parser_free(ps);
+    }
+    mrbc_context_free(mrb, cxt);
+    if (proc == NULL) {
+        return mrb_nil_value();
+    }
+    make_toplevel(mrb, proc);
+    if (c->dump &&
+        mrb_dump_irep(mrb, proc->body.irep, MRB_DUMP_DEBUG_INFO, &c->bin, &c->bin_len) != MRB_DUMP_OK) {
+        snprintf(c->error, sizeof c->error, "%s: cannot dump bytecode", c->name);
+        return mrb_nil_value();
+    }
+    return mrb_obj_value(proc);
+}
+
+/* Compiles c->src in mrb. Returns the proc (protected in the GC arena), or
+ * NULL with c->error set. */
+static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
+{
+    mrb_bool raised = FALSE;
+    mrb_value v;
+
+    c->error[0] = '\0';
+    c->bin = NULL;
+    v = mrb_protect_error(mrb, compile_body, c, &raised);
+    if (raised) {
+        snprintf(c->error, sizeof c->error, "%s: %s while compiling", c->name, mrb_obj_classname(mrb, v));
+        return NULL;
+    }
+    return mrb_nil_p(v) ? NULL : mrb_proc_ptr(v);
+}
+
+typedef struct {
+    const uint8_t *bin;
+    size_t len;
+} mm_load_t;
+
+static mrb_value load_body(mrb_state *mrb, void *ud)
+{
+    mm_load_t *l = ud;
+    mrb_irep *irep = mrb_read_irep_buf(mrb, l->bin, l->len);
+    struct RProc *proc;
+
+    if (irep == NULL) {
+        return mrb_nil_value();
+    }
+    proc = mrb_proc_new(mrb, irep);
+    mrb_irep_decref(mrb, irep);
+    make_toplevel(mrb, proc);
+    return mrb_obj_value(proc);
+}
+
+/* Loads a RITE image (copied: the image may be freed afterwards). Returns
+ * the proc, protected in the GC arena, or NULL. */
+static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len)
+{
+    mm_load_t l = {bin, len};
+    mrb_bool raised = FALSE;
+    mrb_value v = mrb_protect_error(mrb, load_body, &l, &raised);
+
+    return (raised || mrb_nil_p(v)) ? NULL : mrb_proc_ptr(v);
+}
+
+static int is_rite(const char *data, apr_size_t len)
+{
+    return len >= 4 && memcmp(data, "RITE", 4) == 0;
+}
+
+/* Reads a whole script file into p. On success also fills *fi with the
+ * stamp of what was read. */
+static const char *read_file(const char *path, apr_pool_t *p, char **data, apr_size_t *len, apr_finfo_t *fi)
+{
+    apr_file_t *f;
+    apr_status_t rv;
+    char *buf;
+
+    rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY, APR_OS_DEFAULT, p);
+    if (rv != APR_SUCCESS) {
+        return apr_psprintf(p, "cannot open %s: %pm", path, &rv);
+    }
+    rv = apr_file_info_get(fi, APR_FINFO_MIN | APR_FINFO_IDENT, f);
+    if (rv != APR_SUCCESS && rv != APR_INCOMPLETE) {
+        apr_file_close(f);
+        return apr_psprintf(p, "cannot stat %s: %pm", path, &rv);
+    }
+    if (fi->filetype != APR_REG) {
+        apr_file_close(f);
+        return apr_psprintf(p, "%s is not a regular file", path);
+    }
+    if (fi->size > MM_SCRIPT_MAX_BYTES) {
+        apr_file_close(f);
+        return apr_psprintf(p, "%s is larger than %d bytes", path, MM_SCRIPT_MAX_BYTES);
+    }
+    buf = apr_palloc(p, (apr_size_t)fi->size + 1);
+    rv = apr_file_read_full(f, buf, (apr_size_t)fi->size, len);
+    apr_file_close(f);
+    if (rv != APR_SUCCESS && rv != APR_EOF) {
+        return apr_psprintf(p, "cannot read %s: %pm", path, &rv);
+    }
+    buf[*len] = '\0';
+    *data = buf;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ shared images */
+
+/* Replaces path's shared image. bin and error are malloc'd (or NULL) and
+ * become the table's. */
+static void image_publish(const char *path, const mm_stamp_t *stamp, uint8_t *bin, size_t bin_len,
+                          char *error)
+{
+    mm_image_t *im;
+
+    apr_thread_mutex_lock(shared.lock);
+    im = apr_hash_get(shared.images, path, APR_HASH_KEY_STRING);
+    if (im == NULL) {
+        im = apr_pcalloc(shared.pool, sizeof *im);
+        apr_hash_set(shared.images, apr_pstrdup(shared.pool, path), APR_HASH_KEY_STRING, im);
+    }
+    free(im->bin);
+    free(im->error);
+    im->stamp = *stamp;
+    im->bin = bin;
+    im->bin_len = bin_len;
+    im->error = error;
+    apr_thread_mutex_unlock(shared.lock);
+}
+
+/* Loads path's shared image when its stamp matches. Returns 0 when there is
+ * none; otherwise 1 with *proc set, or *err set if the file does not compile. */
+static int image_lookup(mrb_state *mrb, const char *path, const mm_stamp_t *stamp, apr_pool_t *p,
+                        struct RProc **proc, const char **err)
+{
+    mm_image_t *im;
+    int found = 0;
+
+    apr_thread_mutex_lock(shared.lock);
+    im = apr_hash_get(shared.images, path, APR_HASH_KEY_STRING);
+    if (im && stamp_eq(&im->stamp, stamp)) {
+        found = 1;
+        if (im->bin) {
+            *proc = load(mrb, im->bin, im->bin_len);
+            if (*proc == NULL) {
+                *err = apr_psprintf(p, "%s: cannot load its bytecode", path);
+            }
+        } else {
+            *err = apr_pstrdup(p, im->error);
+        }
+    }
+    apr_thread_mutex_unlock(shared.lock);
+    return found;
+}
+
+static uint8_t *copy_to_malloc(const void *src, size_t len)
+{
+    uint8_t *dst = malloc(len ? len : 1);
+
+    if (dst) {
+        memcpy(dst, src, len);
+    }
+    return dst;
+}
+
+/* Reads and compiles a file script in mrb, and publishes the image for the
+ * other threads. */
+static struct RProc *compile_file(mrb_state *mrb, const char *path, apr_pool_t *p, mm_stamp_t *stamp,
+                                  const char **err)
+{
+    apr_finfo_t fi;
+    char *src;
+    apr_size_t len;
+    struct RProc *proc;
+    uint8_t *bin = NULL;
+    size_t bin_len = 0;
+
+    *err = read_file(path, p, &src, &len, &fi);
+    if (*err) {
+        return NULL; /* not published: the file may appear later */
+    }
+    stamp_of(stamp, &fi);
+    if (is_rite(src, len)) {
+        proc = load(mrb, (const uint8_t *)src, len);
+        if (proc == NULL) {
+            *err = apr_psprintf(p, "%s: invalid or incompatible mruby bytecode", path);
+        } else {
+            bin = copy_to_malloc(src, len);
+            bin_len = len;
+        }
+    } else {
+        mm_compile_t c = {path, src, len, 1, 1};
+
+        proc = compile(mrb, &c);
+        if (proc == NULL) {
+            *err = apr_pstrdup(p, c.error);
+        } else {
+            bin = copy_to_malloc(c.bin, c.bin_len);
+            bin_len = c.bin_len;
+            mrb_free(mrb, c.bin);
+        }
+    }
+    if (proc && bin == NULL) {
+        return proc; /* out of memory for the copy: just don't share it */
+    }
+    image_publish(path, stamp, bin, bin_len, proc ? NULL : strdup(*err));
+    return proc;
+}
+
+/* ------------------------------------------------------------ request time */
+
+struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
+                                const char **err)
+{
+    mm_stamp_t now, got;
+    mm_loaded_t *l = apr_hash_get(vm->files, path, APR_HASH_KEY_STRING);
+    struct RProc *proc = NULL;
+
+    stamp_of(&now, finfo);
+    if (l && stamp_eq(&l->stamp, &now)) {
+        return l->proc;
+    }
+    got = now;
+    *err = NULL;
+    if (!image_lookup(vm->mrb, path, &now, p, &proc, err)) {
+        proc = compile_file(vm->mrb, path, p, &got, err);
+    }
+    if (proc == NULL) {
+        return NULL;
+    }
+    if (l == NULL) {
+        l = apr_pcalloc(vm->pool, sizeof *l);
+        apr_hash_set(vm->files, apr_pstrdup(vm->pool, path), APR_HASH_KEY_STRING, l);
+    } else {
+        mrb_gc_unregister(vm->mrb, mrb_obj_value(l->proc));
+    }
+    mrb_gc_register(vm->mrb, mrb_obj_value(proc));
+    l->proc = proc;
+    l->stamp = got;
+    return proc;
+}
+
+struct RProc *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err)
+{
+    struct RProc *proc;
+
+    if (script->reload) {
+        apr_finfo_t fi;
+        apr_status_t rv = apr_stat(&fi, script->path, APR_FINFO_MIN | APR_FINFO_IDENT, p);
+
+        if (rv != APR_SUCCESS && rv != APR_INCOMPLETE) {
+            *err = apr_psprintf(p, "cannot stat %s: %pm", script->path, &rv);
+            return NULL;
+        }
+        return mm_code_file_proc(vm, script->path, &fi, p, err);
+    }
+    if (script->id >= vm->nprocs) {
+        *err = apr_psprintf(p, "%s: unknown script (configured after this VM was made)", script->name);
+        return NULL;
+    }
+    proc = vm->procs[script->id];
+    if (proc == NULL) {
+        proc = load(vm->mrb, script->bin, script->bin_len);
+        if (proc == NULL) {
+            *err = apr_psprintf(p, "%s: cannot load its bytecode", script->name);
+            return NULL;
+        }
+        mrb_gc_register(vm->mrb, mrb_obj_value(proc));
+        vm->procs[script->id] = proc;
+    }
+    return proc;
+}
+
+/* ------------------------------------------------------ configuration time */
+
+/* The images pool is going: free the malloc'd images it indexes. */
+static apr_status_t images_cleanup(void *unused)
+{
+    apr_hash_index_t *hi;
+
+    for (hi = apr_hash_first(NULL, shared.images); hi; hi = apr_hash_next(hi)) {
+        mm_image_t *im = apr_hash_this_val(hi);
+
+        free(im->bin);
+        free(im->error);
+    }
+    memset(&shared, 0, sizeof shared);
+    return APR_SUCCESS;
+}
+
+static apr_status_t config_vm_cleanup(void *unused)
+{
+    mm_code_post_config();
+    return APR_SUCCESS;
+}
+
+void mm_code_pre_config(apr_pool_t *pconf)
+{
+    apr_allocator_t *alloc;
+
+    script_count = 0;
+    apr_allocator_create(&alloc);
+    apr_pool_create_ex(&shared.pool, pconf, NULL, alloc);
+    apr_allocator_owner_set(alloc, shared.pool);
+    apr_pool_tag(shared.pool, "mod_mruby_images");
+    apr_thread_mutex_create(&shared.lock, APR_THREAD_MUTEX_DEFAULT, shared.pool);
+    shared.images = apr_hash_make(shared.pool);
+    apr_pool_cleanup_register(shared.pool, NULL, images_cleanup, apr_pool_cleanup_null);
+    apr_pool_cleanup_register(pconf, NULL, config_vm_cleanup, apr_pool_cleanup_null);
+}
+
+void mm_code_post_config(void)
+{
+    if (config_mrb) {
+        mrb_close(config_mrb);
+        config_mrb = NULL;
+    }
+}
+
+int mm_code_script_count(void)
+{
+    return script_count;
+}
+
+static mrb_state *config_vm(void)
+{
+    if (config_mrb == NULL) {
+        /* The compiler needs no gems: a core-only state is enough. */
+        config_mrb = mrb_open_core(mrb_default_allocf, NULL);
+    }
+    return config_mrb;
+}
+
+/* Compiles src (for a directive) into a pconf image for s. */
+static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char *name, const char *src,
+                                      apr_size_t len, int lineno)
+{
+    mrb_state *mrb = config_vm();
+    mm_compile_t c = {name, src, len, lineno, 1};
+    int ai;
+
+    if (mrb == NULL) {
+        return apr_psprintf(cmd->pool, "%s: cannot create an mruby state", cmd->cmd->name);
+    }
+    ai = mrb_gc_arena_save(mrb);
+    if (is_rite(src, len)) {
+        if (load(mrb, (const uint8_t *)src, len) == NULL) {
+            mrb_gc_arena_restore(mrb, ai);
+            return apr_psprintf(cmd->pool, "%s: %s: invalid or incompatible mruby bytecode", cmd->cmd->name,
+                                name);
+        }
+        s->bin = apr_pmemdup(cmd->pool, src, len);
+        s->bin_len = len;
+    } else if (compile(mrb, &c) == NULL) {
+        mrb_gc_arena_restore(mrb, ai);
+        return apr_psprintf(cmd->pool, "%s: Ruby error: %s", cmd->cmd->name, c.error);
+    } else {
+        s->bin = apr_pmemdup(cmd->pool, c.bin, c.bin_len);
+        s->bin_len = c.bin_len;
+        mrb_free(mrb, c.bin);
+    }
+    mrb_gc_arena_restore(mrb, ai);
+    return NULL;
+}
+
+const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t **out)
+{
+    mm_script_t *s = apr_pcalloc(cmd->pool, sizeof *s);
+    const char *file = cmd->directive ? cmd->directive->filename : cmd->config_file->name;
+    int line = cmd->directive ? cmd->directive->line_num : (int)cmd->config_file->line_number;
+    const char *err;
+
+    /* Ruby line numbers count from the directive's line, so backtraces point
+     * into the configuration file itself. */
+    s->name = apr_psprintf(cmd->pool, "%s:%d", file, line);
+    err = compile_for_config(cmd, s, file, code, strlen(code), line);
+    if (err) {
+        return err;
+    }
+    s->id = script_count++;
+    *out = s;
+    return NULL;
+}
+
+const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_script_t **out)
+{
+    mm_script_t *s = apr_pcalloc(cmd->pool, sizeof *s);
+    apr_finfo_t fi;
+    char *src;
+    apr_size_t len;
+    const char *err = read_file(path, cmd->temp_pool, &src, &len, &fi);
+
+    if (err) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
+    s->name = s->path = apr_pstrdup(cmd->pool, path);
+    err = compile_for_config(cmd, s, path, src, len, 1);
+    if (err) {
+        return err;
+    }
+    if (!cache) {
+        /* Seed the shared table so children start from this compilation; the
+         * image in s is not used, the file is checked on every request. */
+        mm_stamp_t stamp;
+        uint8_t *bin = copy_to_malloc(s->bin, s->bin_len);
+
+        stamp_of(&stamp, &fi);
+        if (bin) {
+            image_publish(s->path, &stamp, bin, s->bin_len, NULL);
+        }
+        s->reload = 1;
+        s->bin = NULL;
+        s->bin_len = 0;
+    }
+    s->id = script_count++;
+    *out = s;
+    return NULL;
+}

@@ -1,0 +1,39 @@
+/* code.h: Ruby code as configured (inline or in files), compiled once and
+ * loaded into each thread's VM. */
+#ifndef MM_CODE_H
+#define MM_CODE_H
+
+#include "apr_file_info.h"
+#include "httpd.h"
+#include "http_config.h"
+#include "vm.h"
+
+/* One configured script. Lives in pconf and is read-only after configuration,
+ * so every thread may read it without a lock. */
+typedef struct {
+    int id;             /* slot in every VM's procs[] */
+    const char *name;   /* for logs: the file, or "<config file>:<line>" */
+    const char *path;   /* the file of a file script; NULL for inline code */
+    int reload;         /* file script without `cache`: reloaded when it changes */
+    const uint8_t *bin; /* RITE image compiled while reading the config; NULL if reload */
+    apr_size_t bin_len;
+} mm_script_t;
+
+/* Configuration time. Both compile the code now, so `apachectl -t` reports
+ * syntax errors; they return NULL or an error message for the directive. */
+const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t **out);
+const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_script_t **out);
+
+/* Number of scripts configured in this generation (sizes each VM's procs[]). */
+int mm_code_script_count(void);
+
+void mm_code_pre_config(apr_pool_t *pconf);
+void mm_code_post_config(void);
+
+/* Request time, in the calling thread's VM. On failure they return NULL and
+ * set *err (allocated from p) to a message with the file and line. */
+struct RProc *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err);
+struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
+                                const char **err);
+
+#endif

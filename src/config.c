@@ -1,0 +1,131 @@
+/* config.c: per-section configuration: create, merge, and the directives,
+ * all generated from the phase table (phase.h).
+ *
+ * For every phase there are eight directives: mruby<Stem><Order> FILE
+ * [cache] and mruby<Stem><Order>Code "ruby", with <Order> First, Middle,
+ * Last or nothing (Middle). They are allowed in the server config, virtual
+ * hosts and <Directory>/<Location>/<Files>/<If> sections, never in
+ * .htaccess: running code from user-writable files is a privilege boundary.
+ * Scripts repeated in one section add up; a nested section that configures
+ * a phase replaces what it inherits for that phase. */
+
+#include <stdint.h>
+#include <strings.h>
+
+#include "apr_strings.h"
+#include "httpd.h"
+#include "http_config.h"
+
+#include "code.h"
+#include "config.h"
+#include "mod_mruby.h"
+
+unsigned int mm_config_phase_mask;
+
+void mm_config_pre_config(apr_pool_t *pconf)
+{
+    mm_config_phase_mask = 0;
+}
+
+void *mm_config_create_dir(apr_pool_t *p, char *dir)
+{
+    return apr_pcalloc(p, sizeof(mm_dir_conf_t));
+}
+
+void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
+{
+    const mm_dir_conf_t *base = basev, *add = addv;
+    mm_dir_conf_t *conf = apr_palloc(p, sizeof *conf);
+    int i;
+
+    for (i = 0; i < MM_PHASE_COUNT; i++) {
+        conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
+    }
+    return conf;
+}
+
+/* cmd->info packs the phase and order of a directive. */
+#define MM_CMD_INFO(phase, order) ((void *)(intptr_t)((phase)*MM_ORDER_COUNT + (order)))
+
+static const char *add_script(cmd_parms *cmd, mm_dir_conf_t *dc, const mm_script_t *s)
+{
+    int info = (int)(intptr_t)cmd->info;
+    int phase = info / MM_ORDER_COUNT, order = info % MM_ORDER_COUNT;
+    apr_array_header_t **slot;
+
+    if (dc->scripts[phase] == NULL) {
+        dc->scripts[phase] = apr_pcalloc(cmd->pool, sizeof *dc->scripts[phase]);
+    }
+    slot = &(*dc->scripts[phase])[order];
+    if (*slot == NULL) {
+        *slot = apr_array_make(cmd->pool, 1, sizeof(const mm_script_t *));
+    }
+    APR_ARRAY_PUSH(*slot, const mm_script_t *) = s;
+    mm_config_phase_mask |= 1u << phase;
+    return NULL;
+}
+
+static const char *cmd_code(cmd_parms *cmd, void *dconf, const char *code)
+{
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+    const mm_script_t *s;
+
+    if (err) {
+        return err;
+    }
+    err = mm_code_inline(cmd, code, &s);
+    return err ? err : add_script(cmd, dconf, s);
+}
+
+static const char *cmd_file(cmd_parms *cmd, void *dconf, const char *file, const char *option)
+{
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+    const mm_script_t *s;
+    const char *path;
+    int cache = 0;
+
+    if (err) {
+        return err;
+    }
+    if (option) {
+        if (strcasecmp(option, "cache") != 0) {
+            return apr_psprintf(cmd->pool, "%s: the second argument can only be 'cache', not '%s'",
+                                cmd->cmd->name, option);
+        }
+        cache = 1;
+    }
+    path = ap_server_root_relative(cmd->pool, file);
+    if (path == NULL) {
+        return apr_psprintf(cmd->pool, "%s: invalid path '%s'", cmd->cmd->name, file);
+    }
+    err = mm_code_file(cmd, path, cache, &s);
+    return err ? err : add_script(cmd, dconf, s);
+}
+
+static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
+{
+    return NULL;
+}
+
+#define MM_DIR_CONTEXT (RSRC_CONF | ACCESS_CONF)
+
+#define MM_ORDER_CMDS(ID, STEM, WORD, ORDER)                                                                 \
+    AP_INIT_TAKE12("mruby" STEM WORD, cmd_file, MM_CMD_INFO(MM_PHASE_##ID, MM_ORDER_##ORDER),                \
+                   MM_DIR_CONTEXT, "Ruby script file for the " STEM " phase; 'cache' to never re-read it"),  \
+        AP_INIT_TAKE1("mruby" STEM WORD "Code", cmd_code, MM_CMD_INFO(MM_PHASE_##ID, MM_ORDER_##ORDER),      \
+                      MM_DIR_CONTEXT, "inline Ruby code for the " STEM " phase"),
+
+#define MM_PHASE_CMDS(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR)                                               \
+    MM_ORDER_CMDS(ID, STEM, "", MIDDLE)                                                                      \
+    MM_ORDER_CMDS(ID, STEM, "First", FIRST)                                                                  \
+    MM_ORDER_CMDS(ID, STEM, "Middle", MIDDLE)                                                                \
+    MM_ORDER_CMDS(ID, STEM, "Last", LAST)
+
+/* clang-format off */
+const command_rec mm_directives[] = {
+    MM_PHASES(MM_PHASE_CMDS)
+    AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
+                 "accepted for compatibility with older configurations; has no effect"),
+    {NULL},
+};
+/* clang-format on */

@@ -1,0 +1,47 @@
+/* config.h: per-section and per-server configuration, and the directives
+ * that fill it. */
+#ifndef MM_CONFIG_H
+#define MM_CONFIG_H
+
+#include "apr_tables.h"
+#include "httpd.h"
+#include "http_config.h"
+
+#include "phase.h"
+
+/* Per-section configuration (<Location>, <Directory>, <Files>, <If>, the
+ * server's own defaults). Lives in pconf; read-only once configuration has
+ * been read. A NULL phase entry means "not configured here": the section
+ * inherits its parent's scripts for that phase. */
+typedef struct {
+    /* scripts[phase] is NULL or points at MM_ORDER_COUNT arrays (any of them
+     * may be NULL) of const mm_script_t *, in configuration order. */
+    apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
+} mm_dir_conf_t;
+
+extern const command_rec mm_directives[];
+
+void *mm_config_create_dir(apr_pool_t *p, char *dir);
+void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv);
+
+/* Resets the per-generation configuration state (pre_config). */
+void mm_config_pre_config(apr_pool_t *pconf);
+
+/* Bit n is set when some section configures a script for phase n: hooks of
+ * other phases return DECLINED at once. Written only while configuration is
+ * read. */
+extern unsigned int mm_config_phase_mask;
+
+static inline int mm_config_phase_used(mm_phase_e phase)
+{
+    return (mm_config_phase_mask >> phase) & 1u;
+}
+
+/* The scripts of one phase and order for a request, or NULL. */
+static inline const apr_array_header_t *mm_config_scripts(const mm_dir_conf_t *dc, mm_phase_e phase,
+                                                          mm_order_e order)
+{
+    return dc->scripts[phase] ? (*dc->scripts[phase])[order] : NULL;
+}
+
+#endif

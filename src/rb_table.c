@@ -1,0 +1,210 @@
+/* rb_table.c: the request's apr tables as Ruby objects: Apache::Headers_in,
+ * Headers_out, Err_headers_out and Notes, all subclasses of Apache::Table.
+ * An object holds no pointer: it names its table kind and its request's
+ * run, and every call looks the table up afresh. Header names and values
+ * are checked before httpd sees them (no CR, LF or NUL: no header
+ * injection), and copied into r->pool. */
+
+#include <stddef.h>
+
+#include "apr_lib.h"
+#include "apr_strings.h"
+#include "apr_tables.h"
+#include "httpd.h"
+
+#include <mruby.h>
+#include <mruby/array.h>
+#include <mruby/class.h>
+#include <mruby/data.h>
+#include <mruby/proc.h>
+#include <mruby/string.h>
+
+#include <string.h>
+
+#include "binding.h"
+
+typedef struct {
+    const char *cls; /* class name under Apache */
+    size_t offset;   /* of the apr_table_t * in request_rec */
+    int is_header;   /* names must be tokens, values single-line */
+} mm_table_kind_t;
+
+static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
+    [MM_TABLE_HEADERS_IN] = {"Headers_in", offsetof(request_rec, headers_in), 1},
+    [MM_TABLE_HEADERS_OUT] = {"Headers_out", offsetof(request_rec, headers_out), 1},
+    [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", offsetof(request_rec, err_headers_out), 1},
+    [MM_TABLE_NOTES] = {"Notes", offsetof(request_rec, notes), 0},
+};
+
+static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, const mm_table_kind_t **kp)
+{
+    unsigned int tag;
+    request_rec *r = mm_binding_unwrap(mrb, self, &tag);
+
+    if (tag >= MM_TABLE_COUNT) {
+        mrb_raise(mrb, E_TYPE_ERROR, "not an Apache table");
+    }
+    if (rp) {
+        *rp = r;
+    }
+    if (kp) {
+        *kp = &kinds[tag];
+    }
+    return *(apr_table_t **)((char *)r + kinds[tag].offset);
+}
+
+/* RFC 9110 token characters. */
+static int is_token(const char *s)
+{
+    if (*s == '\0') {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *key_arg(mrb_state *mrb, request_rec *r, const mm_table_kind_t *k, mrb_value key)
+{
+    const char *name = mm_binding_pstr(mrb, r->pool, key, "a table key");
+
+    if (k->is_header && !is_token(name)) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: invalid header name", k->cls);
+    }
+    return name;
+}
+
+static mrb_value table_get(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r;
+    const mm_table_kind_t *k;
+    apr_table_t *t = table_of(mrb, self, &r, &k);
+    mrb_value key = mrb_get_arg1(mrb);
+    const char *val;
+
+    if (!mrb_string_p(key)) {
+        key = mrb_obj_as_string(mrb, key);
+    }
+    if (memchr(RSTRING_PTR(key), '\0', RSTRING_LEN(key))) {
+        return mrb_nil_value();
+    }
+    val = apr_table_get(t, mrb_string_cstr(mrb, key));
+    return val ? mrb_str_new_cstr(mrb, val) : mrb_nil_value();
+}
+
+static mrb_value table_set(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r;
+    const mm_table_kind_t *k;
+    apr_table_t *t = table_of(mrb, self, &r, &k);
+    mrb_value key, val;
+    const char *name, *value;
+
+    mrb_get_args(mrb, "oo", &key, &val);
+    if (!mrb_string_p(key)) {
+        key = mrb_obj_as_string(mrb, key);
+    }
+    name = key_arg(mrb, r, k, key);
+    if (mrb_nil_p(val)) {
+        apr_table_unset(t, name);
+        return val;
+    }
+    if (!mrb_string_p(val)) {
+        val = mrb_obj_as_string(mrb, val);
+    }
+    value = mm_binding_pstr(mrb, r->pool, val, "a table value");
+    if (k->is_header && strpbrk(value, "\r\n")) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: header value must not contain CR or LF", k->cls);
+    }
+    /* Each Set-Cookie is a header of its own: adding, not replacing. */
+    if (k->is_header && strcasecmp(name, "Set-Cookie") == 0) {
+        apr_table_addn(t, name, value);
+    } else {
+        apr_table_setn(t, name, value);
+    }
+    return val;
+}
+
+static mrb_value table_delete(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r;
+    apr_table_t *t = table_of(mrb, self, &r, NULL);
+    mrb_value key = mrb_get_arg1(mrb);
+    const char *name, *old;
+    mrb_value result;
+
+    if (!mrb_string_p(key)) {
+        key = mrb_obj_as_string(mrb, key);
+    }
+    if (memchr(RSTRING_PTR(key), '\0', RSTRING_LEN(key))) {
+        return mrb_nil_value();
+    }
+    name = mrb_string_cstr(mrb, key);
+    old = apr_table_get(t, name);
+    result = old ? mrb_str_new_cstr(mrb, old) : mrb_nil_value();
+    apr_table_unset(t, name);
+    return result;
+}
+
+/* Every entry as [name, value], in order, repeated names included. */
+static mrb_value table_to_a(mrb_state *mrb, mrb_value self)
+{
+    apr_table_t *t = table_of(mrb, self, NULL, NULL);
+    const apr_array_header_t *arr = apr_table_elts(t);
+    const apr_table_entry_t *e = (const apr_table_entry_t *)arr->elts;
+    mrb_value result = mrb_ary_new_capa(mrb, arr->nelts);
+    int i, ai = mrb_gc_arena_save(mrb);
+
+    for (i = 0; i < arr->nelts; i++) {
+        mrb_value pair[2];
+
+        if (e[i].key == NULL) {
+            continue;
+        }
+        pair[0] = mrb_str_new_cstr(mrb, e[i].key);
+        pair[1] = e[i].val ? mrb_str_new_cstr(mrb, e[i].val) : mrb_nil_value();
+        mrb_ary_push(mrb, result, mrb_ary_new_from_values(mrb, 2, pair));
+        mrb_gc_arena_restore(mrb, ai);
+    }
+    return result;
+}
+
+static mrb_value table_new(mrb_state *mrb, mrb_value klass)
+{
+    return mm_binding_wrap(mrb, mrb_class_ptr(klass), (unsigned int)mrb_fixnum(mrb_cfunc_env_get(mrb, 0)));
+}
+
+mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind)
+{
+    struct RClass *c = mrb_class_get_under(mrb, mm_binding_apache(mrb), kinds[kind].cls);
+
+    return mm_binding_wrap(mrb, c, kind);
+}
+
+void mm_table_init(mrb_state *mrb)
+{
+    struct RClass *apache = mm_binding_apache(mrb);
+    struct RClass *table = mrb_define_class_under(mrb, apache, "Table", mrb->object_class);
+    int i;
+
+    MRB_SET_INSTANCE_TT(table, MRB_TT_DATA);
+    mrb_define_method(mrb, table, "[]", table_get, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, table, "[]=", table_set, MRB_ARGS_REQ(2));
+    mrb_define_method(mrb, table, "delete", table_delete, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, table, "to_a", table_to_a, MRB_ARGS_NONE());
+
+    for (i = 0; i < MM_TABLE_COUNT; i++) {
+        struct RClass *c = mrb_define_class_under(mrb, apache, kinds[i].cls, table);
+        mrb_value kind = mrb_fixnum_value(i);
+        struct RProc *p = mrb_proc_new_cfunc_with_env(mrb, table_new, 1, &kind);
+        mrb_method_t m;
+
+        MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+        MRB_METHOD_FROM_PROC(m, p);
+        mrb_define_method_raw(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))),
+                              mrb_intern_lit(mrb, "new"), m);
+    }
+}

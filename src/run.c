@@ -1,0 +1,250 @@
+/* run.c: the one harness every phase runs through.
+ *
+ * run_one takes the thread's VM, installs a run record (how the
+ * C methods reach the request: mrb->ud -> vm -> run), loads the script,
+ * runs it under mrb_protect_error, maps Apache.return (or an exception) to
+ * the phase's result, restores the GC arena and clears the exception, so the
+ * VM is clean for the next request whatever the script did. */
+
+#include "apr_strings.h"
+#include "httpd.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "util_filter.h"
+
+#include <mruby.h>
+#include <mruby/error.h>
+
+#include "error.h"
+#include "mod_mruby.h"
+#include "run.h"
+
+APLOG_USE_MODULE(mruby);
+
+/* The response output of one request, kept in r->request_config. */
+typedef struct {
+    apr_bucket_brigade *out; /* output not yet passed down (r->pool) */
+    int flushed;             /* some output already went down the filter chain */
+} mm_response_t;
+
+static mm_response_t *response_of(request_rec *r)
+{
+    return ap_get_module_config(r->request_config, &mruby_module);
+}
+
+static apr_status_t flush_out(apr_bucket_brigade *bb, void *ctx)
+{
+    request_rec *r = ctx;
+    apr_status_t rv = ap_pass_brigade(r->output_filters, bb);
+
+    apr_brigade_cleanup(bb);
+    response_of(r)->flushed = 1;
+    return rv;
+}
+
+apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
+{
+    mm_response_t *resp = response_of(r);
+
+    if (resp == NULL) {
+        resp = apr_pcalloc(r->pool, sizeof *resp);
+        resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+        ap_set_module_config(r->request_config, &mruby_module, resp);
+    }
+    /* Small writes are copied into 8 KB heap buckets; once one is full, or
+     * for a large write (passed as a transient bucket, which the filters set
+     * aside if they keep it), the brigade goes down the chain. */
+    return apr_brigade_write(resp->out, flush_out, r, data, len);
+}
+
+static int has_output(request_rec *r)
+{
+    mm_response_t *resp = response_of(r);
+
+    return resp && (resp->flushed || !APR_BRIGADE_EMPTY(resp->out));
+}
+
+static int was_flushed(request_rec *r)
+{
+    mm_response_t *resp = response_of(r);
+
+    return resp && resp->flushed;
+}
+
+/* Passes what is buffered down the chain, followed by EOS if eos. */
+static void pass_output(request_rec *r, int eos)
+{
+    mm_response_t *resp = response_of(r);
+
+    if (resp == NULL || (!eos && APR_BRIGADE_EMPTY(resp->out))) {
+        return;
+    }
+    if (eos) {
+        APR_BRIGADE_INSERT_TAIL(resp->out, apr_bucket_eos_create(r->connection->bucket_alloc));
+    }
+    flush_out(resp->out, r);
+}
+
+static void drop_output(request_rec *r)
+{
+    mm_response_t *resp = response_of(r);
+
+    if (resp) {
+        apr_brigade_cleanup(resp->out);
+    }
+}
+
+/* The script raised. Nothing has been sent yet: the phase's error result
+ * (httpd then sends its error page, so ErrorDocument applies). Part of the
+ * response already went out: the status line cannot change any more, so
+ * the connection is cut, and the client sees a truncated response. */
+static int result_of_exception(mm_run_t *run)
+{
+    drop_output(run->r);
+    if (was_flushed(run->r)) {
+        run->r->connection->keepalive = AP_CONN_CLOSE;
+        run->r->connection->aborted = 1;
+        return DONE;
+    }
+    return mm_phases[run->phase].error_result;
+}
+
+/* Maps what the script asked for with Apache.return to the phase result. */
+static int result_of_return(mm_run_t *run)
+{
+    const mm_phase_t *ph = &mm_phases[run->phase];
+    int st = run->status;
+    int result;
+
+    if (st == MM_STATUS_UNSET) {
+        result = ph->default_result;
+    } else if (st == HTTP_OK || st == OK) {
+        result = OK;
+    } else if (st == DECLINED || st == DONE) {
+        result = st;
+    } else if (st >= 100 && st <= 599) {
+        if (run->phase == MM_PHASE_HANDLER && has_output(run->r)) {
+            /* The script wrote a body and then named the status: it is the
+             * response's status, the body its content. */
+            run->r->status = st;
+            result = OK;
+        } else {
+            result = st;
+        }
+    } else {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
+                      MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result",
+                      ph->stem, run->script, st);
+        drop_output(run->r);
+        return ph->error_result;
+    }
+    if (run->phase == MM_PHASE_HANDLER) {
+        /* The content handler's output waits for the end of the phase
+         * (end_response), to go down with EOS. */
+        if (result != OK && result != DONE) {
+            drop_output(run->r); /* an error page or another handler answers */
+        }
+    } else if (result == OK || result == DONE || result == DECLINED) {
+        pass_output(run->r, 0);
+    } else {
+        drop_output(run->r);
+    }
+    return result;
+}
+
+static mrb_value run_body(mrb_state *mrb, void *proc)
+{
+    return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
+}
+
+static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
+{
+    const mm_phase_t *ph = &mm_phases[phase];
+    mm_vm_t *vm = mm_vm_for_thread(r->server);
+    mm_run_t run;
+    mrb_state *mrb;
+    struct RProc *proc;
+    const char *err = NULL;
+    int ai, result;
+
+    if (vm == NULL) {
+        return ph->error_result; /* logged where it failed */
+    }
+    mrb = vm->mrb;
+    memset(&run, 0, sizeof run);
+    run.r = r;
+    run.s = r->server;
+    run.phase = phase;
+    run.script = script ? script->name : r->filename;
+    run.status = MM_STATUS_UNSET;
+    run.serial = ++vm->serial;
+    run.outer = vm->run;
+    vm->run = &run;
+    ai = mrb_gc_arena_save(mrb);
+
+    proc = script ? mm_code_script_proc(vm, script, r->pool, &err)
+                  : mm_code_file_proc(vm, r->filename, &r->finfo, r->pool, &err);
+    if (proc == NULL) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, MM_LOGNO(00020) "%s script %s", ph->stem,
+                      ap_escape_logitem(r->pool, err));
+        result = ph->error_result;
+    } else {
+        mrb_bool raised = FALSE;
+        mrb_value exc = mrb_protect_error(mrb, run_body, proc, &raised);
+
+        /* At top level an uncaught exception comes back in mrb->exc; in a
+         * nested run (a subrequest made by a script) it is thrown to us. */
+        if (!raised && mrb->exc) {
+            exc = mrb_obj_value(mrb->exc);
+            raised = TRUE;
+        }
+        if (raised) {
+            mm_error_log_exception(vm, exc, r, r->server, ph->stem, run.script);
+            result = result_of_exception(&run);
+        } else {
+            result = result_of_return(&run);
+        }
+    }
+    mrb->exc = NULL;
+    mrb_gc_arena_restore(mrb, ai);
+    vm->run = run.outer;
+    return result;
+}
+
+/* The content handler is done: its output goes down with EOS. */
+static int end_response(request_rec *r, int result)
+{
+    if ((result == OK || result == DONE) && has_output(r)) {
+        pass_output(r, 1);
+    }
+    return result;
+}
+
+int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts)
+{
+    int i, result = DECLINED;
+
+    for (i = 0; i < scripts->nelts; i++) {
+        int rv = run_one(r, phase, APR_ARRAY_IDX(scripts, i, const mm_script_t *));
+
+        if (rv == OK) {
+            result = OK;
+        } else if (rv != DECLINED) {
+            result = rv;
+            break;
+        }
+    }
+    return phase == MM_PHASE_HANDLER ? end_response(r, result) : result;
+}
+
+int mm_run_file(request_rec *r)
+{
+    int result = run_one(r, MM_PHASE_HANDLER, NULL);
+
+    /* The file is the script: declining would let the default handler
+     * send its source. There is nothing else to serve here. */
+    if (result == DECLINED) {
+        result = HTTP_NOT_FOUND;
+    }
+    return end_response(r, result);
+}

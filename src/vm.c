@@ -1,0 +1,185 @@
+/* vm.c: one mruby VM per worker thread.
+ *
+ * A thread finds its VM through an APR thread key (pthread_getspecific: no
+ * lock). The VM is created on the thread's first request and closed by the
+ * key's destructor when the thread exits; VMs of threads that never exit (the
+ * prefork child's main thread) are closed when the child's pool goes. The
+ * registry lock below is taken only when a VM is created or closed, never on
+ * the request path. */
+
+#include "apr_thread_mutex.h"
+#include "apr_thread_proc.h"
+
+#include <mruby.h>
+#include <mruby/error.h>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "binding.h"
+#include "code.h"
+#include "mod_mruby.h"
+#include "error.h"
+#include "vm.h"
+
+APLOG_USE_MODULE(mruby);
+
+static apr_threadkey_t *vm_key;           /* child: the calling thread's mm_vm_t */
+static apr_thread_mutex_t *registry_lock; /* child: guards registry */
+static mm_vm_t *registry;                 /* child: the live VMs of this process */
+
+static void registry_add(mm_vm_t *vm)
+{
+    apr_thread_mutex_lock(registry_lock);
+    vm->next = registry;
+    vm->prev = NULL;
+    if (registry) {
+        registry->prev = vm;
+    }
+    registry = vm;
+    apr_thread_mutex_unlock(registry_lock);
+}
+
+static void registry_remove(mm_vm_t *vm)
+{
+    if (vm->prev) {
+        vm->prev->next = vm->next;
+    } else if (registry == vm) {
+        registry = vm->next;
+    }
+    if (vm->next) {
+        vm->next->prev = vm->prev;
+    }
+    vm->next = vm->prev = NULL;
+}
+
+static mrb_value init_body(mrb_state *mrb, void *unused)
+{
+    mm_binding_init(mrb);
+    if (mrb->exc) {
+        mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
+    }
+    return mrb_nil_value();
+}
+
+mm_vm_t *mm_vm_create(server_rec *s)
+{
+    mrb_state *mrb = mrb_open();
+    mm_vm_t *vm;
+    mrb_bool raised = FALSE;
+    mrb_value exc;
+    int ai;
+
+    if (mrb == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     MM_LOGNO(00010) "cannot create an mruby VM: out of memory");
+        return NULL;
+    }
+    vm = calloc(1, sizeof *vm);
+    if (vm == NULL || apr_pool_create_unmanaged_ex(&vm->pool, NULL, NULL) != APR_SUCCESS) {
+        free(vm);
+        mrb_close(mrb);
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     MM_LOGNO(00011) "cannot create an mruby VM: out of memory");
+        return NULL;
+    }
+    apr_pool_tag(vm->pool, "mod_mruby_vm");
+    vm->mrb = mrb;
+    vm->nprocs = mm_code_script_count();
+    vm->procs = apr_pcalloc(vm->pool, sizeof(struct RProc *) * (vm->nprocs + 1));
+    vm->files = apr_hash_make(vm->pool);
+    mrb->ud = vm;
+
+    ai = mrb_gc_arena_save(mrb);
+    exc = mrb_protect_error(mrb, init_body, NULL, &raised);
+    if (raised) {
+        mm_error_log_exception(vm, exc, NULL, s, "VM setup", "mod_mruby");
+        mrb_gc_arena_restore(mrb, ai);
+        mm_vm_close(vm);
+        return NULL;
+    }
+    mrb_gc_arena_restore(mrb, ai);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, MM_LOGNO(00012) "created an mruby VM for pid %" APR_PID_T_FMT,
+                 getpid());
+    return vm;
+}
+
+void mm_vm_close(mm_vm_t *vm)
+{
+    if (registry_lock) {
+        apr_thread_mutex_lock(registry_lock);
+        registry_remove(vm);
+        apr_thread_mutex_unlock(registry_lock);
+    }
+    mrb_close(vm->mrb);
+    apr_pool_destroy(vm->pool);
+    free(vm);
+}
+
+mm_vm_t *mm_vm_for_thread(server_rec *s)
+{
+    void *found = NULL;
+    mm_vm_t *vm;
+
+    if (vm_key == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, MM_LOGNO(00013) "no mruby VM outside a child process");
+        return NULL;
+    }
+    apr_threadkey_private_get(&found, vm_key);
+    if (found) {
+        return found;
+    }
+    vm = mm_vm_create(s);
+    if (vm) {
+        apr_threadkey_private_set(vm, vm_key);
+        registry_add(vm);
+    }
+    return vm;
+}
+
+/* The thread key's destructor: the thread is exiting. */
+static void vm_thread_exit(void *data)
+{
+    mm_vm_close(data);
+}
+
+/* The child is exiting. Its worker threads have ended (their VMs are closed
+ * already) except where exit interrupts one, e.g. a signal during a request:
+ * a VM in use is left alone, the process is going away. */
+static apr_status_t child_exit(void *unused)
+{
+    mm_vm_t *vm, *next;
+
+    apr_thread_mutex_lock(registry_lock);
+    for (vm = registry; vm; vm = next) {
+        next = vm->next;
+        if (vm->run == NULL) {
+            registry_remove(vm);
+            mrb_close(vm->mrb);
+            apr_pool_destroy(vm->pool);
+            free(vm);
+        }
+    }
+    apr_thread_mutex_unlock(registry_lock);
+    registry_lock = NULL;
+    vm_key = NULL;
+    return APR_SUCCESS;
+}
+
+void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    apr_status_t rv;
+
+    registry = NULL;
+    rv = apr_thread_mutex_create(&registry_lock, APR_THREAD_MUTEX_DEFAULT, pchild);
+    if (rv == APR_SUCCESS) {
+        rv = apr_threadkey_private_create(&vm_key, vm_thread_exit, pchild);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, MM_LOGNO(00014) "cannot set up per-thread mruby VMs");
+        vm_key = NULL;
+        return;
+    }
+    /* Registered after the key, so it runs before the key is deleted. */
+    apr_pool_cleanup_register(pchild, NULL, child_exit, apr_pool_cleanup_null);
+}
