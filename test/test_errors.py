@@ -1,0 +1,187 @@
+"""Errors: an exception is a 500 with httpd's own error page and one log
+entry naming class, message, file:line and backtrace; the thread goes on
+serving. Bad code is refused by `apache2 -t`."""
+
+import re
+
+import pytest
+
+from httpd import SINGLE_WORKER, module_httpd
+
+BODY = r"""
+AddHandler mruby-script .mrb
+ErrorDocument 500 "custom error page"
+<Location /raise>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def explode(x); raise ArgumentError, 'secret detail ' + x; end; explode('42')"
+</Location>
+<Location /raise_file>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/raise.rb
+</Location>
+<Location /ok>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$n = ($n || 0) + 1; Apache.rputs 'ok ' + $n.to_s"
+</Location>
+<Location /after_output>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'partial'; raise 'late failure'"
+</Location>
+<Location /after_flush>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs('y' * 100_000); raise 'failure after flush'"
+</Location>
+<Location /nomethod>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "nil.no_such_method"
+</Location>
+<Directory {docroot}/ht>
+    AllowOverride All
+</Directory>
+<Location /newline>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "raise %Q(line1\nline2)"
+</Location>
+"""
+
+RAISE_RB = """# a file script that raises
+def helper
+  raise IndexError, "from a file"
+end
+
+helper
+"""
+
+# One worker thread in all: consecutive requests meet the same VM.
+server = module_httpd("errors", BODY, files={"scripts/raise.rb": RAISE_RB},
+                      mpm_conf=None)
+
+
+@pytest.fixture(params=["prefork", "worker", "event"])
+def single(request, make_httpd):
+    srv = make_httpd("single", request.param, BODY, mpm_conf=SINGLE_WORKER[request.param])
+    srv.write("scripts/raise.rb", RAISE_RB)
+    return srv.start()
+
+
+def test_exception_is_500_with_generic_page_and_logged(server):
+    r = server.get("/raise")
+    assert r.status == 500
+    assert r.body == b"custom error page"
+    assert b"secret" not in r.body
+    line = server.wait_log(r"MRB00030: .*ArgumentError")[-1]
+    assert "secret detail 42" in line
+    assert re.search(r"raised ArgumentError at %s:\d+: " % re.escape(server.conf_path), line)
+    assert "in explode" in line
+
+
+def test_exception_in_file_names_file_and_line(server):
+    r = server.get("/raise_file")
+    assert r.status == 500
+    line = server.wait_log(r"MRB00030: .*IndexError")[-1]
+    path = server.path("scripts/raise.rb")
+    assert "raised IndexError at %s:3: from a file" % path in line
+    assert "%s:6" % path in line  # the caller, in the backtrace
+
+
+def test_next_request_on_the_same_thread_is_fine(single):
+    assert single.get("/raise").status == 500
+    assert single.get("/nomethod").status == 500
+    r = single.get("/ok")
+    assert (r.status, r.body) == (200, b"ok 1")
+    assert single.get("/raise_file").status == 500
+    r = single.get("/ok")
+    assert (r.status, r.body) == (200, b"ok 2")  # same VM: globals persist
+    single.wait_log(r"MRB00030: .*NoMethodError")
+
+
+def test_output_before_exception_is_discarded(server):
+    r = server.get("/after_output")
+    assert r.status == 500
+    assert b"partial" not in r.body
+    server.wait_log(r"MRB00030: .*RuntimeError at .*: late failure")
+
+
+def test_exception_after_output_was_sent_cuts_the_response(server):
+    import http.client
+    try:
+        r = server.get("/after_flush")
+    except http.client.IncompleteRead:
+        pass  # the response is truncated: exactly what the client must see
+    else:
+        assert r.status == 200 and len(r.body) < 100_000
+    server.wait_log(r"MRB00030: .*failure after flush")
+    assert server.get("/ok").status == 200
+
+
+def test_log_entry_is_one_line(server):
+    server.get("/newline")
+    line = server.wait_log(r"MRB00030: .*line1")[-1]
+    assert "line2" in line  # escaped onto the same line
+
+
+def test_syntax_error_in_mrb_then_fixed(single):
+    single.write("htdocs/broken.mrb", "Apache.rputs 'a'\nif true\n  Apache.rputs(\n")
+    r = single.get("/broken.mrb")
+    assert r.status == 500
+    line = single.wait_log(r"MRB00020: .*broken\.mrb")[-1]
+    assert re.search(r"broken\.mrb:\d+:\d+: syntax error", line)
+    r = single.get("/broken.mrb")  # cached error: still 500, no crash
+    assert r.status == 500
+    single.write("htdocs/broken.mrb", "Apache.rputs 'fixed now'\n")
+    r = single.get("/broken.mrb")
+    assert (r.status, r.body) == (200, b"fixed now")
+
+
+def test_syntax_error_in_inline_code_fails_configtest(make_httpd, mpm):
+    srv = make_httpd("badinline", mpm)
+    code, out = srv.configtest("""
+<Location /x>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs('unclosed'"
+</Location>
+""")
+    assert code != 0
+    assert "Syntax error on line" in out and srv.conf_path in out
+    assert "mrubyHandlerCode: Ruby error:" in out
+    assert "syntax error" in out
+
+
+def test_missing_handler_file_fails_configtest(make_httpd, mpm):
+    srv = make_httpd("missing", mpm)
+    code, out = srv.configtest("mrubyHandler {root}/scripts/nope.rb\n")
+    assert code != 0
+    assert "mrubyHandler: cannot open %s" % srv.path("scripts/nope.rb") in out
+
+
+def test_syntax_error_in_handler_file_fails_configtest(make_httpd, mpm):
+    srv = make_httpd("badfile", mpm)
+    srv.write("scripts/bad.rb", "def x\n")
+    code, out = srv.configtest("mrubyHandler {root}/scripts/bad.rb cache\n")
+    assert code != 0
+    assert "bad.rb:" in out and "syntax error" in out
+
+
+def test_bad_second_argument_fails_configtest(make_httpd, mpm):
+    srv = make_httpd("badarg", mpm)
+    srv.write("scripts/ok.rb", "Apache.rputs 1\n")
+    code, out = srv.configtest("mrubyHandler {root}/scripts/ok.rb nocache\n")
+    assert code != 0
+    assert "the second argument can only be 'cache'" in out
+
+
+def test_valid_configuration_passes_configtest(make_httpd, mpm):
+    srv = make_httpd("goodconf", mpm)
+    srv.write("scripts/ok.rb", "Apache.rputs 1\n")
+    code, out = srv.configtest("mrubyHandler {root}/scripts/ok.rb cache\n"
+                               "mrubyHandlerCode \"Apache.rputs 2\"\n")
+    assert code == 0, out
+    assert "Syntax OK" in out
+
+
+def test_not_allowed_in_htaccess(server):
+    server.write("htdocs/ht/.htaccess", 'mrubyHandlerCode "Apache.rputs 1"\n')
+    server.write("htdocs/ht/index.txt", "x")
+    r = server.get("/ht/index.txt")
+    assert r.status == 500
+    server.wait_log(r"mrubyHandlerCode not allowed here")

@@ -1,0 +1,76 @@
+"""Changed scripts are served fresh by every thread; `cache` scripts are
+never re-read."""
+
+import concurrent.futures
+
+from httpd import module_httpd
+
+BODY = r"""
+AddHandler mruby-script .mrb
+<Location /reloading>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/reloading.rb
+</Location>
+<Location /cached>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/cached.rb cache
+</Location>
+"""
+
+FILES = {
+    "htdocs/page.mrb": 'Apache.rputs "v1"\n',
+    "scripts/reloading.rb": 'Apache.rputs "r1"\n',
+    "scripts/cached.rb": 'Apache.rputs "c1"\n',
+}
+
+# One child per MPM (several threads on worker/event), so every request
+# meets one of a known set of VMs.
+server = module_httpd("reload", BODY, files=FILES,
+                      mpm_conf=dict(StartServers=1, ServerLimit=1, ThreadsPerChild=8,
+                                    MinSpareThreads=8, MaxSpareThreads=8, MaxRequestWorkers=8,
+                                    MinSpareServers=4, MaxSpareServers=4))
+
+
+def bodies(server, path, n=64):
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: server.get(path), range(n)))
+    assert all(r.status == 200 for r in results), results
+    return {r.body for r in results}
+
+
+def test_edited_mrb_is_served_fresh_by_every_thread(server):
+    assert bodies(server, "/page.mrb") == {b"v1"}
+    server.write("htdocs/page.mrb", 'Apache.rputs "version two"\n')
+    assert bodies(server, "/page.mrb") == {b"version two"}
+    server.write("htdocs/page.mrb", 'Apache.rputs "v3"\n')  # same size as v1's file
+    assert bodies(server, "/page.mrb") == {b"v3"}
+
+
+def test_mruby_handler_without_cache_reloads(server):
+    assert bodies(server, "/reloading") == {b"r1"}
+    server.write("scripts/reloading.rb", 'Apache.rputs "r2"\n')
+    assert bodies(server, "/reloading") == {b"r2"}
+
+
+def test_mruby_handler_with_cache_is_never_reread(server):
+    assert bodies(server, "/cached") == {b"c1"}
+    server.write("scripts/cached.rb", 'Apache.rputs "c2"\n')
+    assert bodies(server, "/cached") == {b"c1"}
+
+
+def test_precompiled_bytecode_is_loaded(server, tmp_path):
+    import subprocess
+    src = tmp_path / "pre.rb"
+    src.write_text('Apache.rputs "precompiled"\n')
+    out = tmp_path / "pre.mrb"
+    subprocess.run(["mrbc", "-o", str(out), str(src)], check=True)
+    server.write("htdocs/pre.mrb", out.read_bytes())
+    r = server.get("/pre.mrb")
+    assert (r.status, r.body) == (200, b"precompiled")
+
+
+def test_invalid_bytecode_is_500(server):
+    server.write("htdocs/junk.mrb", b"RITE0300garbage-garbage-garbage")
+    r = server.get("/junk.mrb")
+    assert r.status == 500
+    server.wait_log(r"MRB00020: .*junk\.mrb: invalid or incompatible mruby bytecode")
