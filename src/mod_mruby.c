@@ -49,7 +49,8 @@ static void mm_register_hooks(apr_pool_t *p)
 {
     ap_hook_pre_config(mm_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(mm_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Before any ChildInit script: they need the per-thread VMs. */
+    ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
 }
 

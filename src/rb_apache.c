@@ -18,7 +18,9 @@ static mrb_value apache_rputs(mrb_state *mrb, mrb_value self)
     if (!mrb_string_p(obj)) {
         obj = mrb_obj_as_string(mrb, obj);
     }
-    mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj));
+    if (mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj)) == APR_EOF) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache.rputs: the response has already been sent");
+    }
     return mrb_nil_value();
 }
 

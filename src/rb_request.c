@@ -7,6 +7,7 @@
 
 #include "httpd.h"
 #include "http_protocol.h"
+#include "util_filter.h"
 
 #include <mruby.h>
 #include <mruby/class.h>
@@ -49,6 +50,8 @@ static const mm_field_t fields[] = {
     MM_FIELD(unparsed_uri, 0, NULL), MM_FIELD(uri, 0, NULL),
     MM_FIELD(filename, 0, NULL),     MM_FIELD(path_info, 1, NULL),
     MM_FIELD(args, 1, NULL),         MM_FIELD(content_type, 1, assign_content_type),
+    MM_FIELD(handler, 1, NULL),      MM_FIELD(user, 1, NULL),
+    MM_FIELD(ap_auth_type, 1, NULL),
 };
 
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
@@ -122,6 +125,24 @@ static mrb_value request_set_status(mrb_state *mrb, mrb_value self)
     return mrb_fixnum_value(status);
 }
 
+/* add_output_filter(name) / add_input_filter(name): inserts a registered
+ * httpd filter (e.g. "DEFLATE") for this request; meant for InsertFilter
+ * and earlier phases. */
+static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    int input = mrb_fixnum(mrb_cfunc_env_get(mrb, 0));
+    const char *name = mm_binding_pstr(mrb, r->pool, mrb_get_arg1(mrb), "a filter name");
+    ap_filter_t *f = input ? ap_add_input_filter(name, NULL, r, r->connection)
+                           : ap_add_output_filter(name, NULL, r, r->connection);
+
+    if (f == NULL) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "no %s filter named '%s' is registered", input ? "input" : "output",
+                   name);
+    }
+    return self;
+}
+
 /* The tables are classes of their own (rb_table.c); each reader returns
  * one bound to this request, its kind stored in the method's environment. */
 static mrb_value request_table(mrb_state *mrb, mrb_value self)
@@ -150,4 +171,6 @@ void mm_request_init(mrb_state *mrb)
     define_with_index(mrb, req, "headers_out", request_table, MM_TABLE_HEADERS_OUT);
     define_with_index(mrb, req, "err_headers_out", request_table, MM_TABLE_ERR_HEADERS_OUT);
     define_with_index(mrb, req, "notes", request_table, MM_TABLE_NOTES);
+    define_with_index(mrb, req, "add_output_filter", request_add_filter, 0);
+    define_with_index(mrb, req, "add_input_filter", request_add_filter, 1);
 }

@@ -46,6 +46,9 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
 {
     mm_response_t *resp = response_of(r);
 
+    if (r->eos_sent) {
+        return APR_EOF; /* the response is complete (e.g. LogTransaction) */
+    }
     if (resp == NULL) {
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
@@ -100,8 +103,11 @@ static void drop_output(request_rec *r)
  * the connection is cut, and the client sees a truncated response. */
 static int result_of_exception(mm_run_t *run)
 {
+    if (run->r == NULL) {
+        return mm_phases[run->phase].error_result;
+    }
     drop_output(run->r);
-    if (was_flushed(run->r)) {
+    if (was_flushed(run->r) && !run->r->eos_sent) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;
@@ -109,10 +115,23 @@ static int result_of_exception(mm_run_t *run)
     return mm_phases[run->phase].error_result;
 }
 
+static void log_bad_return(mm_run_t *run)
+{
+    const char *fmt = MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result";
+    const char *stem = mm_phases[run->phase].stem;
+
+    if (run->r) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, stem, run->script, run->status);
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, stem, run->script, run->status);
+    }
+}
+
 /* Maps what the script asked for with Apache.return to the phase result. */
 static int result_of_return(mm_run_t *run)
 {
     const mm_phase_t *ph = &mm_phases[run->phase];
+    request_rec *r = run->r;
     int st = run->status;
     int result;
 
@@ -123,31 +142,34 @@ static int result_of_return(mm_run_t *run)
     } else if (st == DECLINED || st == DONE) {
         result = st;
     } else if (st >= 100 && st <= 599) {
-        if (run->phase == MM_PHASE_HANDLER && has_output(run->r)) {
+        if (r && mm_phase_is_content(run->phase) && has_output(r)) {
             /* The script wrote a body and then named the status: it is the
              * response's status, the body its content. */
-            run->r->status = st;
+            r->status = st;
             result = OK;
         } else {
             result = st;
         }
     } else {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
-                      MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result",
-                      ph->stem, run->script, st);
-        drop_output(run->r);
+        log_bad_return(run);
+        if (r) {
+            drop_output(r);
+        }
         return ph->error_result;
     }
-    if (run->phase == MM_PHASE_HANDLER) {
-        /* The content handler's output waits for the end of the phase
+    if (r == NULL) {
+        return result;
+    }
+    if (mm_phase_is_content(run->phase)) {
+        /* The response's output waits for the end of the phase
          * (end_response), to go down with EOS. */
         if (result != OK && result != DONE) {
-            drop_output(run->r); /* an error page or another handler answers */
+            drop_output(r); /* an error page or another handler answers */
         }
     } else if (result == OK || result == DONE || result == DECLINED) {
-        pass_output(run->r, 0);
+        pass_output(r, 0);
     } else {
-        drop_output(run->r);
+        drop_output(r);
     }
     return result;
 }
@@ -157,10 +179,25 @@ static mrb_value run_body(mrb_state *mrb, void *proc)
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 
-static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
+static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
+{
+    const char *fmt = MM_LOGNO(00020) "%s script %s";
+    const char *msg = ap_escape_logitem(p, err);
+
+    if (run->r) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, mm_phases[run->phase].stem, msg);
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, mm_phases[run->phase].stem, msg);
+    }
+}
+
+/* Runs one script (or, with script NULL, the file r->filename) in vm, for
+ * request r or, when r is NULL, for server s. p holds what the run
+ * allocates. */
+static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+                   const mm_script_t *script)
 {
     const mm_phase_t *ph = &mm_phases[phase];
-    mm_vm_t *vm = mm_vm_for_thread(r->server);
     mm_run_t run;
     mrb_state *mrb;
     struct RProc *proc;
@@ -173,7 +210,7 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
     mrb = vm->mrb;
     memset(&run, 0, sizeof run);
     run.r = r;
-    run.s = r->server;
+    run.s = s;
     run.phase = phase;
     run.script = script ? script->name : r->filename;
     run.status = MM_STATUS_UNSET;
@@ -182,11 +219,10 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
     vm->run = &run;
     ai = mrb_gc_arena_save(mrb);
 
-    proc = script ? mm_code_script_proc(vm, script, r->pool, &err)
-                  : mm_code_file_proc(vm, r->filename, &r->finfo, r->pool, &err);
+    proc = script ? mm_code_script_proc(vm, script, p, &err)
+                  : mm_code_file_proc(vm, r->filename, &r->finfo, p, &err);
     if (proc == NULL) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, MM_LOGNO(00020) "%s script %s", ph->stem,
-                      ap_escape_logitem(r->pool, err));
+        log_load_error(&run, p, err);
         result = ph->error_result;
     } else {
         mrb_bool raised = FALSE;
@@ -199,7 +235,7 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
             raised = TRUE;
         }
         if (raised) {
-            mm_error_log_exception(vm, exc, r, r->server, ph->stem, run.script);
+            mm_error_log_exception(vm, exc, r, s, ph->stem, run.script);
             result = result_of_exception(&run);
         } else {
             result = result_of_return(&run);
@@ -211,7 +247,7 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
     return result;
 }
 
-/* The content handler is done: its output goes down with EOS. */
+/* A content phase is done: its output goes down with EOS. */
 static int end_response(request_rec *r, int result)
 {
     if ((result == OK || result == DONE) && has_output(r)) {
@@ -220,26 +256,41 @@ static int end_response(request_rec *r, int result)
     return result;
 }
 
-int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts)
+/* Runs scripts in order until one returns something other than OK or
+ * DECLINED: that is the result; else OK if one said OK, else DECLINED. */
+static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+                    const apr_array_header_t *scripts)
 {
     int i, result = DECLINED;
 
     for (i = 0; i < scripts->nelts; i++) {
-        int rv = run_one(r, phase, APR_ARRAY_IDX(scripts, i, const mm_script_t *));
+        int rv = run_one(vm, r, s, p, phase, APR_ARRAY_IDX(scripts, i, const mm_script_t *));
 
         if (rv == OK) {
             result = OK;
         } else if (rv != DECLINED) {
-            result = rv;
-            break;
+            return rv;
         }
     }
-    return phase == MM_PHASE_HANDLER ? end_response(r, result) : result;
+    return result;
+}
+
+int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts)
+{
+    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, phase, scripts);
+
+    return mm_phase_is_content(phase) ? end_response(r, result) : result;
+}
+
+int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+                          const apr_array_header_t *scripts)
+{
+    return run_list(vm, NULL, s, p, phase, scripts);
 }
 
 int mm_run_file(request_rec *r)
 {
-    int result = run_one(r, MM_PHASE_HANDLER, NULL);
+    int result = run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, MM_PHASE_HANDLER, NULL);
 
     /* The file is the script: declining would let the default handler
      * send its source. There is nothing else to serve here. */

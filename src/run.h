@@ -24,16 +24,20 @@ typedef struct mm_run {
     struct mm_run *outer; /* the run this one is nested in (subrequests), or NULL */
 } mm_run_t;
 
-/* Runs a phase's scripts in configuration order until one returns
+/* Runs a request phase's scripts in configuration order until one returns
  * something other than OK or DECLINED, and returns the phase's result. */
 int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts);
+
+/* The same for a server phase (no request): in vm, allocating from p. */
+int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+                          const apr_array_header_t *scripts);
 
 /* Runs the file r->filename as the content handler (mruby-script). */
 int mm_run_file(request_rec *r);
 
 /* Buffers response output of r; passes it down in 8 KB pieces. In the
  * content handler the last piece goes down with EOS, so a small response
- * gets a Content-Length. */
+ * gets a Content-Length. APR_EOF once the response is complete. */
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len);
 
 #endif
