@@ -29,7 +29,7 @@ mrubyMapToStorageCode "Apache.return Apache::OK if Apache::Request.new.uri == '/
 
 # TranslateName: map a URI to a file, or to a file and another handler.
 <Location /translate>
-    mrubyTranslateNameCode "r = Apache::Request.new; case r.uri; when '/translate/mapped' then r.filename = '{root}/scripts/mapped.txt'; Apache.return Apache::OK; when '/translate/script' then r.filename = '{root}/scripts/page.rb'; r.handler = 'mruby-script'; Apache.return Apache::OK; end"
+    mrubyTranslateNameCode "r = Apache::Request.new; case r.uri; when '/translate/mapped' then r.filename = '{root}/scripts/mapped.txt'; Apache.return Apache::OK; when '/translate/script' then r.filename = '{root}/scripts/page.rb'; r.handler = 'mruby-script'; Apache.return Apache::OK; when '/translate/renamed' then r.uri = '/translate/plain.txt'; end"
 </Location>
 <Directory {root}/scripts>
     Require all granted
@@ -212,6 +212,11 @@ def test_translate_name_maps_a_uri_to_a_file(server):
 def test_translate_name_maps_to_a_file_and_a_handler(server):
     r = server.get("/translate/script")
     assert (r.status, r.body) == (200, b"script at /translate/script")
+
+
+def test_translate_name_rewrites_the_uri_for_httpd_mapping(server):
+    r = server.get("/translate/renamed")
+    assert (r.status, r.body) == (200, b"plain static\n")
 
 
 def test_translate_name_declined_passes_through(server):
