@@ -61,7 +61,7 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
 
     if (run->r == NULL) {
         mrb_raisef(mrb, E_RUNTIME_ERROR, "%s needs a request, and the %s phase has none", what,
-                   mm_phases[run->phase].stem);
+                   run->kind->stem);
     }
     return run->r;
 }

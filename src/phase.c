@@ -18,9 +18,17 @@
 
 APLOG_USE_MODULE(mruby);
 
+/* Which hook shapes produce the response. */
+#define MM_FLAGS_REQUEST    0
+#define MM_FLAGS_VOID       0
+#define MM_FLAGS_QUICK      MM_KIND_CONTENT
+#define MM_FLAGS_HANDLER    MM_KIND_CONTENT
+#define MM_FLAGS_POSTCONFIG 0
+#define MM_FLAGS_CHILDINIT  0
+
 const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
 #define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                         \
-    {STEM, MM_WHERE_##WHERE, DEFAULT, ONERROR},
+    {STEM, MM_WHERE_##WHERE, DEFAULT, ONERROR, MM_FLAGS_##SHAPE},
     MM_PHASES(MM_PHASE_ROW)
 #undef MM_PHASE_ROW
 };
@@ -37,7 +45,7 @@ static int run_request_phase(request_rec *r, mm_phase_e phase, mm_order_e order)
     }
     dc = ap_get_module_config(r->per_dir_config, &mruby_module);
     scripts = mm_config_scripts(dc, phase, order);
-    return scripts ? mm_run_scripts(r, phase, scripts) : DECLINED;
+    return scripts ? mm_run_scripts(r, &mm_phases[phase], scripts) : DECLINED;
 }
 
 /* ------------------------------------------------------- content handler */
@@ -80,7 +88,7 @@ static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
     dc = ap_get_module_config(r->per_dir_config, &mruby_module);
     scripts = mm_config_scripts(dc, phase, order);
     if (scripts) {
-        return mm_run_scripts(r, phase, scripts);
+        return mm_run_scripts(r, &mm_phases[phase], scripts);
     }
     if (native && order == MM_ORDER_MIDDLE && dc->scripts[phase] == NULL) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
@@ -131,7 +139,7 @@ static int run_post_config(apr_pool_t *ptemp, server_rec *s, mm_phase_e phase, m
         }
         apr_pool_cleanup_register(ptemp, NULL, close_parent_vm, apr_pool_cleanup_null);
     }
-    result = mm_run_server_scripts(parent_vm, s, ptemp, phase, scripts);
+    result = mm_run_server_scripts(parent_vm, s, ptemp, &mm_phases[phase], scripts);
     if (result != OK && result != DECLINED) {
         ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s,
                      MM_LOGNO(00050) "a PostConfig script failed (%d): httpd does not start", result);
@@ -147,7 +155,7 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     const apr_array_header_t *scripts = server_scripts(s, phase, order);
 
     if (scripts) {
-        mm_run_server_scripts(mm_vm_for_thread(s), s, pchild, phase, scripts);
+        mm_run_server_scripts(mm_vm_for_thread(s), s, pchild, &mm_phases[phase], scripts);
     }
 }
 

@@ -54,21 +54,24 @@ typedef enum { MM_ORDER_FIRST, MM_ORDER_MIDDLE, MM_ORDER_LAST, MM_ORDER_COUNT } 
 /* Where a phase's directives are allowed (the WHERE column). */
 typedef enum { MM_WHERE_DIR, MM_WHERE_URI, MM_WHERE_SERVER, MM_WHERE_GLOBAL } mm_where_e;
 
+/* What the run harness needs to know about a kind of script run: a phase
+ * of the table, or another kind (a filter, a provider) described by a
+ * static mm_phase_t of the file that runs it. */
 typedef struct {
     const char *stem;   /* "Handler": names the phase in directives and logs */
     mm_where_e where;   /* where its directives may appear */
     int default_result; /* when Apache.return was not called */
     int error_result;   /* when the script raised */
+    unsigned int flags; /* MM_KIND_* */
 } mm_phase_t;
 
-extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
+/* The script's output is the response: sent with EOS when the phase ends,
+ * dropped when it declines (Handler, QuickHandler). */
+#define MM_KIND_CONTENT 0x1
+/* Apache.rputs is refused (filters and providers work on other data). */
+#define MM_KIND_NO_OUTPUT 0x2
 
-/* Phases whose scripts produce the response: their output is sent with
- * EOS when they finish, and dropped when they decline. */
-static inline int mm_phase_is_content(mm_phase_e phase)
-{
-    return phase == MM_PHASE_HANDLER || phase == MM_PHASE_QUICK_HANDLER;
-}
+extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 
 /* Registers one httpd hook per phase and order (register_hooks). */
 void mm_phase_register_hooks(apr_pool_t *p);

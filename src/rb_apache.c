@@ -15,6 +15,10 @@ static mrb_value apache_rputs(mrb_state *mrb, mrb_value self)
     mrb_value obj = mrb_get_arg1(mrb);
     request_rec *r = mm_binding_request(mrb, "Apache.rputs");
 
+    if (mm_vm_of(mrb)->run->kind->flags & MM_KIND_NO_OUTPUT) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "Apache.rputs cannot be used in a %s script",
+                   mm_vm_of(mrb)->run->kind->stem);
+    }
     if (!mrb_string_p(obj)) {
         obj = mrb_obj_as_string(mrb, obj);
     }

@@ -104,7 +104,7 @@ static void drop_output(request_rec *r)
 static int result_of_exception(mm_run_t *run)
 {
     if (run->r == NULL) {
-        return mm_phases[run->phase].error_result;
+        return run->kind->error_result;
     }
     drop_output(run->r);
     if (was_flushed(run->r) && !run->r->eos_sent) {
@@ -112,13 +112,13 @@ static int result_of_exception(mm_run_t *run)
         run->r->connection->aborted = 1;
         return DONE;
     }
-    return mm_phases[run->phase].error_result;
+    return run->kind->error_result;
 }
 
 static void log_bad_return(mm_run_t *run)
 {
     const char *fmt = MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result";
-    const char *stem = mm_phases[run->phase].stem;
+    const char *stem = run->kind->stem;
 
     if (run->r) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, stem, run->script, run->status);
@@ -130,7 +130,7 @@ static void log_bad_return(mm_run_t *run)
 /* Maps what the script asked for with Apache.return to the phase result. */
 static int result_of_return(mm_run_t *run)
 {
-    const mm_phase_t *ph = &mm_phases[run->phase];
+    const mm_phase_t *ph = run->kind;
     request_rec *r = run->r;
     int st = run->status;
     int result;
@@ -142,7 +142,7 @@ static int result_of_return(mm_run_t *run)
     } else if (st == DECLINED || st == DONE) {
         result = st;
     } else if (st >= 100 && st <= 599) {
-        if (r && mm_phase_is_content(run->phase) && has_output(r)) {
+        if (r && (run->kind->flags & MM_KIND_CONTENT) && has_output(r)) {
             /* The script wrote a body and then named the status: it is the
              * response's status, the body its content. */
             r->status = st;
@@ -160,7 +160,7 @@ static int result_of_return(mm_run_t *run)
     if (r == NULL) {
         return result;
     }
-    if (mm_phase_is_content(run->phase)) {
+    if ((run->kind->flags & MM_KIND_CONTENT)) {
         /* The response's output waits for the end of the phase
          * (end_response), to go down with EOS. */
         if (result != OK && result != DONE) {
@@ -185,19 +185,18 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
     const char *msg = ap_escape_logitem(p, err);
 
     if (run->r) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, mm_phases[run->phase].stem, msg);
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, run->kind->stem, msg);
     } else {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, mm_phases[run->phase].stem, msg);
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, run->kind->stem, msg);
     }
 }
 
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
  * request r or, when r is NULL, for server s. p holds what the run
  * allocates. */
-static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, mm_phase_e phase,
-                   const mm_script_t *script)
+static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *ph,
+                   const mm_script_t *script, void *data)
 {
-    const mm_phase_t *ph = &mm_phases[phase];
     mm_run_t run;
     mrb_state *mrb;
     struct RProc *proc;
@@ -211,7 +210,8 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, mm
     memset(&run, 0, sizeof run);
     run.r = r;
     run.s = s;
-    run.phase = phase;
+    run.kind = ph;
+    run.data = data;
     run.script = script ? script->name : r->filename;
     run.status = MM_STATUS_UNSET;
     run.serial = ++vm->serial;
@@ -258,13 +258,13 @@ static int end_response(request_rec *r, int result)
 
 /* Runs scripts in order until one returns something other than OK or
  * DECLINED: that is the result; else OK if one said OK, else DECLINED. */
-static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
                     const apr_array_header_t *scripts)
 {
     int i, result = DECLINED;
 
     for (i = 0; i < scripts->nelts; i++) {
-        int rv = run_one(vm, r, s, p, phase, APR_ARRAY_IDX(scripts, i, const mm_script_t *));
+        int rv = run_one(vm, r, s, p, kind, APR_ARRAY_IDX(scripts, i, const mm_script_t *), NULL);
 
         if (rv == OK) {
             result = OK;
@@ -275,22 +275,28 @@ static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, m
     return result;
 }
 
-int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts)
+int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_header_t *scripts)
 {
-    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, phase, scripts);
+    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, scripts);
 
-    return mm_phase_is_content(phase) ? end_response(r, result) : result;
+    return (kind->flags & MM_KIND_CONTENT) ? end_response(r, result) : result;
 }
 
-int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
                           const apr_array_header_t *scripts)
 {
-    return run_list(vm, NULL, s, p, phase, scripts);
+    return run_list(vm, NULL, s, p, kind, scripts);
+}
+
+int mm_run_script(request_rec *r, const mm_phase_t *kind, const mm_script_t *script, void *data)
+{
+    return run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, script, data);
 }
 
 int mm_run_file(request_rec *r)
 {
-    int result = run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, MM_PHASE_HANDLER, NULL);
+    int result =
+        run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, &mm_phases[MM_PHASE_HANDLER], NULL, NULL);
 
     /* The file is the script: declining would let the default handler
      * send its source. There is nothing else to serve here. */

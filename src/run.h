@@ -17,20 +17,26 @@
 typedef struct mm_run {
     request_rec *r; /* the request; NULL in server phases */
     server_rec *s;
-    mm_phase_e phase;
-    const char *script;   /* its name, for logs */
-    int status;           /* set by Apache.return; MM_STATUS_UNSET otherwise */
-    uintptr_t serial;     /* objects made during this run carry it */
-    struct mm_run *outer; /* the run this one is nested in (subrequests), or NULL */
+    const mm_phase_t *kind; /* the phase, or another kind of run */
+    void *data;             /* what the kind's own API needs (a filter's context,
+                               a provider's arguments), or NULL */
+    const char *script;     /* its name, for logs */
+    int status;             /* set by Apache.return; MM_STATUS_UNSET otherwise */
+    uintptr_t serial;       /* objects made during this run carry it */
+    struct mm_run *outer;   /* the run this one is nested in (subrequests), or NULL */
 } mm_run_t;
 
 /* Runs a request phase's scripts in configuration order until one returns
  * something other than OK or DECLINED, and returns the phase's result. */
-int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts);
+int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_header_t *scripts);
 
 /* The same for a server phase (no request): in vm, allocating from p. */
-int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, mm_phase_e phase,
+int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
                           const apr_array_header_t *scripts);
+
+/* Runs one script of another kind than a phase (filters, providers) for r,
+ * in the thread's VM; data is reachable as mm_vm_of(mrb)->run->data. */
+int mm_run_script(request_rec *r, const mm_phase_t *kind, const mm_script_t *script, void *data);
 
 /* Runs the file r->filename as the content handler (mruby-script). */
 int mm_run_file(request_rec *r);
