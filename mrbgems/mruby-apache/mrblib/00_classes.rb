@@ -8,6 +8,8 @@ class Apache
   class Err_headers_out < Table; end
   class Notes < Table; end
   module Async; end
+  class Timeout < Exception; end
+
 end
 
 # mruby has no LoadError of its own; require raises it.
