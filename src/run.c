@@ -56,7 +56,11 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
     if (r->eos_sent) {
         return APR_EOF; /* the response is complete (e.g. LogTransaction) */
     }
+    if (r->connection->aborted) {
+        return APR_ECONNABORTED; /* the client is gone: nobody reads it */
+    }
     if (resp == NULL) {
+
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
         ap_set_module_config(r->request_config, &mruby_module, resp);
