@@ -10,6 +10,7 @@
  * a phase replaces what it inherits for that phase. */
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "apr_strings.h"
@@ -29,7 +30,11 @@ void mm_config_pre_config(apr_pool_t *pconf)
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir)
 {
-    return apr_pcalloc(p, sizeof(mm_dir_conf_t));
+    mm_dir_conf_t *conf = apr_pcalloc(p, sizeof(mm_dir_conf_t));
+
+    conf->body_limit = MM_UNSET;
+    conf->fields_limit = MM_UNSET;
+    return conf;
 }
 
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
@@ -41,7 +46,19 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     for (i = 0; i < MM_PHASE_COUNT; i++) {
         conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
     }
+    conf->body_limit = add->body_limit != MM_UNSET ? add->body_limit : base->body_limit;
+    conf->fields_limit = add->fields_limit != MM_UNSET ? add->fields_limit : base->fields_limit;
     return conf;
+}
+
+apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc)
+{
+    return dc->body_limit != MM_UNSET ? dc->body_limit : MM_DEFAULT_BODY_LIMIT;
+}
+
+int mm_config_fields_limit(const mm_dir_conf_t *dc)
+{
+    return dc->fields_limit != MM_UNSET ? dc->fields_limit : MM_DEFAULT_FIELDS_LIMIT;
 }
 
 /* cmd->info packs the phase and order of a directive. */
@@ -107,6 +124,34 @@ static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
     return NULL;
 }
 
+/* mrubyRequestBodyLimit BYTES: the most of a request body Ruby may read. */
+static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    char *end;
+    apr_off_t v;
+
+    if (apr_strtoff(&v, arg, &end, 10) != APR_SUCCESS || *end || v < 0) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number of bytes", cmd->cmd->name, arg);
+    }
+    dc->body_limit = v;
+    return NULL;
+}
+
+/* mrubyFormFieldsLimit N: the most fields query_params/form_params return. */
+static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    char *end;
+    long v = strtol(arg, &end, 10);
+
+    if (!*arg || *end || v < 1 || v > 1000000) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number between 1 and 1000000", cmd->cmd->name, arg);
+    }
+    dc->fields_limit = (int)v;
+    return NULL;
+}
+
 #define MM_DIR_CONTEXT (RSRC_CONF | ACCESS_CONF)
 
 #define MM_ORDER_CMDS(ID, STEM, WORD, ORDER)                                                                 \
@@ -126,6 +171,10 @@ const command_rec mm_directives[] = {
     MM_PHASES(MM_PHASE_CMDS)
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
                  "accepted for compatibility with older configurations; has no effect"),
+    AP_INIT_TAKE1("mrubyRequestBodyLimit", cmd_body_limit, NULL, MM_DIR_CONTEXT,
+                  "the most bytes of a request body Ruby may read (0: no limit of our own)"),
+    AP_INIT_TAKE1("mrubyFormFieldsLimit", cmd_fields_limit, NULL, MM_DIR_CONTEXT,
+                  "the most fields Request#query_params and #form_params return"),
     {NULL},
 };
 /* clang-format on */

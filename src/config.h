@@ -17,7 +17,17 @@ typedef struct {
     /* scripts[phase] is NULL or points at MM_ORDER_COUNT arrays (any of them
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
+    apr_off_t body_limit; /* mrubyRequestBodyLimit; MM_UNSET until set or merged */
+    int fields_limit;     /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
 } mm_dir_conf_t;
+
+#define MM_UNSET                (-1)
+#define MM_DEFAULT_BODY_LIMIT   (8 * 1024 * 1024)
+#define MM_DEFAULT_FIELDS_LIMIT 1000
+
+/* The limits in effect for a request (the defaults where unset). */
+apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc);
+int mm_config_fields_limit(const mm_dir_conf_t *dc);
 
 extern const command_rec mm_directives[];
 

@@ -9,6 +9,7 @@
 
 #include <mruby/version.h>
 
+#include "body.h"
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
@@ -51,6 +52,7 @@ static void mm_register_hooks(apr_pool_t *p)
     ap_hook_post_config(mm_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     mm_phase_register_hooks(p);
+    mm_body_register_hooks(p);
 }
 
 module AP_MODULE_DECLARE_DATA mruby_module = {

@@ -15,6 +15,7 @@
 #include <mruby.h>
 #include <mruby/error.h>
 
+#include "binding.h"
 #include "error.h"
 #include "mod_mruby.h"
 #include "run.h"
@@ -94,19 +95,29 @@ static void drop_output(request_rec *r)
     }
 }
 
+int mm_run_discard_output(request_rec *r)
+{
+    drop_output(r);
+    return was_flushed(r);
+}
+
 /* The script raised. Nothing has been sent yet: the phase's error result
  * (httpd then sends its error page, so ErrorDocument applies). Part of the
  * response already went out: the status line cannot change any more, so
  * the connection is cut, and the client sees a truncated response. */
-static int result_of_exception(mm_run_t *run)
+static int result_of_exception(mm_run_t *run, mrb_state *mrb, mrb_value exc)
 {
+    int status;
+
     drop_output(run->r);
     if (was_flushed(run->r)) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;
     }
-    return mm_phases[run->phase].error_result;
+    /* Apache::HTTPError (e.g. a body over the limit: 413) names its status. */
+    status = mm_binding_exception_status(mrb, exc);
+    return status ? status : mm_phases[run->phase].error_result;
 }
 
 /* Maps what the script asked for with Apache.return to the phase result. */
@@ -177,6 +188,7 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
     run.phase = phase;
     run.script = script ? script->name : r->filename;
     run.status = MM_STATUS_UNSET;
+    run.forced = MM_STATUS_UNSET;
     run.serial = ++vm->serial;
     run.outer = vm->run;
     vm->run = &run;
@@ -200,10 +212,14 @@ static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
         }
         if (raised) {
             mm_error_log_exception(vm, exc, r, r->server, ph->stem, run.script);
-            result = result_of_exception(&run);
+            result = result_of_exception(&run, mrb, exc);
         } else {
             result = result_of_return(&run);
         }
+    }
+    if (run.forced != MM_STATUS_UNSET) {
+        drop_output(r);
+        result = run.forced;
     }
     mrb->exc = NULL;
     mrb_gc_arena_restore(mrb, ai);

@@ -20,6 +20,9 @@ typedef struct mm_run {
     mm_phase_e phase;
     const char *script;   /* its name, for logs */
     int status;           /* set by Apache.return; MM_STATUS_UNSET otherwise */
+    int forced;           /* MM_STATUS_UNSET, or the result a method imposed because the
+                           * response was already produced (an internal redirect, a 413
+                           * sent while reading the body): it wins, and output is dropped */
     uintptr_t serial;     /* objects made during this run carry it */
     struct mm_run *outer; /* the run this one is nested in (subrequests), or NULL */
 } mm_run_t;
@@ -35,5 +38,9 @@ int mm_run_file(request_rec *r);
  * content handler the last piece goes down with EOS, so a small response
  * gets a Content-Length. */
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len);
+
+/* Discards r's buffered output; returns 1 when part of the response had
+ * already gone down the filter chain (it cannot be taken back). */
+int mm_run_discard_output(request_rec *r);
 
 #endif
