@@ -32,8 +32,10 @@ typedef struct {
     double cpu_ticks;
 } mm_sb_totals_t;
 
-/* Calls fn for every worker slot of the live scoreboard. */
-static void each_worker(mrb_state *mrb, void (*fn)(mrb_state *, worker_score *, void *), void *ctx)
+/* Calls fn for every worker slot of the live scoreboard, with the pid of
+ * its process (some MPMs set it in the worker slot, prefork only in the
+ * process slot). */
+static void each_worker(mrb_state *mrb, void (*fn)(mrb_state *, worker_score *, pid_t, void *), void *ctx)
 {
     int servers = 0, threads = 0, i, j;
 
@@ -43,13 +45,17 @@ static void each_worker(mrb_state *mrb, void (*fn)(mrb_state *, worker_score *, 
     ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &servers);
     ap_mpm_query(AP_MPMQ_HARD_LIMIT_THREADS, &threads);
     for (i = 0; i < servers; i++) {
+        pid_t pid = ap_get_scoreboard_process(i)->pid;
+
         for (j = 0; j < threads; j++) {
-            fn(mrb, ap_get_scoreboard_worker_from_indexes(i, j), ctx);
+            worker_score *ws = ap_get_scoreboard_worker_from_indexes(i, j);
+
+            fn(mrb, ws, ws->pid ? ws->pid : pid, ctx);
         }
     }
 }
 
-static void add_worker(mrb_state *mrb, worker_score *ws, void *ctx)
+static void add_worker(mrb_state *mrb, worker_score *ws, pid_t pid, void *ctx)
 {
     mm_sb_totals_t *t = ctx;
     int st = ws->status;
@@ -197,11 +203,11 @@ typedef struct {
     apr_uint64_t count;
 } mm_sb_pid_t;
 
-static void add_pid_accesses(mrb_state *mrb, worker_score *ws, void *ctx)
+static void add_pid_accesses(mrb_state *mrb, worker_score *ws, pid_t pid, void *ctx)
 {
     mm_sb_pid_t *p = ctx;
 
-    if (ws->pid == p->pid) {
+    if (pid == p->pid) {
         p->count += ws->access_count;
     }
 }
@@ -226,7 +232,7 @@ static int is_active(int st)
     return st != SERVER_DEAD && st != SERVER_READY && st < SERVER_NUM_STATUS;
 }
 
-static void add_worker_info(mrb_state *mrb, worker_score *ws, void *ctx)
+static void add_worker_info(mrb_state *mrb, worker_score *ws, pid_t pid, void *ctx)
 {
     mm_sb_workers_t *w = ctx;
     int ai = mrb_gc_arena_save(mrb);
@@ -242,7 +248,7 @@ static void add_worker_info(mrb_state *mrb, worker_score *ws, void *ctx)
                      state);
     } else {
         h = mrb_hash_new(mrb);
-        mrb_hash_set(mrb, h, mrb_str_new_lit(mrb, "pid"), mrb_fixnum_value(ws->pid));
+        mrb_hash_set(mrb, h, mrb_str_new_lit(mrb, "pid"), mrb_fixnum_value(pid));
         mrb_hash_set(mrb, h, mrb_str_new_lit(mrb, "thread"), mrb_fixnum_value(ws->thread_num));
         mrb_hash_set(mrb, h, mrb_str_new_lit(mrb, "state"), state);
         mrb_hash_set(mrb, h, mrb_str_new_lit(mrb, "client"),
