@@ -6,10 +6,11 @@ class Apache
 
   # Apache.redirect(url, status = 302): answers with a redirect to url (a
   # Location header and the status as the phase's result).
-  def self.redirect(url, status = HTTP_MOVED_TEMPORARILY)
-    raise ArgumentError, "Apache.redirect: #{status.inspect} is not a 3xx status" unless status.is_a?(Integer) && status >= 300 && status <= 399
+  def self.redirect(url, status = nil)
     raise TypeError, "Apache.redirect: the URL must be a String" unless url.is_a?(String)
     raise ArgumentError, "Apache.redirect: empty URL" if url.empty?
+    status ||= HTTP_MOVED_TEMPORARILY
+    raise ArgumentError, "Apache.redirect: #{status.inspect} is not a 3xx status" unless status.is_a?(Integer) && status >= 300 && status <= 399
     Request.new.headers_out["Location"] = url
     self.return(status)
   end

@@ -6,9 +6,11 @@ class Apache
     SAMESITE = %w[Strict Lax None].freeze
 
     # "a=1; b=2" -> {"a" => "1", "b" => "2"}; the first of a repeated name.
+    # httpd joins repeated Cookie headers with ", " (a cookie value holds no
+    # comma), so both separate pairs.
     def self.parse(header)
       out = {}
-      header.to_s.split(";").each do |pair|
+      header.to_s.split(";").map { |part| part.split(",") }.flatten.each do |pair|
         name, value = pair.split("=", 2)
         name = name.to_s.strip
         next if name.empty? || value.nil? || out.key?(name)

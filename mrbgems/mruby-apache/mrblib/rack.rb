@@ -88,7 +88,9 @@ class Apache
       out = []
       list.each do |name, value|
         raise TypeError, "Rack response header name #{name.inspect} is not a String" unless name.is_a?(String)
-        values = value.is_a?(Array) ? value : value.to_s.split("\n")
+        value = value.to_s if value.is_a?(Numeric)
+        values = value.is_a?(String) ? value.split("\n") : value
+        raise TypeError, "Rack response header #{name} has a #{value.class} value" unless values.is_a?(Array)
         values.each do |v|
           raise TypeError, "Rack response header #{name} has a #{v.class} value" unless v.is_a?(String)
           out << [name, v]
