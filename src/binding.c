@@ -169,8 +169,8 @@ void mm_binding_raise_status(mrb_state *mrb, int status, const char *msg)
 }
 
 /* The Ruby file:line that called the running C method: the innermost Ruby
- * frame outside the API's own Ruby half (so a helper of the gem reports its
- * caller's line). */
+ * frame of a script (outside the API's own Ruby half, so a helper of the gem
+ * reports its caller's line, and outside mruby's). */
 int mm_binding_caller(mrb_state *mrb, const char **file, int *line)
 {
     mrb_callinfo *ci;
@@ -189,10 +189,11 @@ int mm_binding_caller(mrb_state *mrb, const char **file, int *line)
         }
         idx = (uint32_t)(ci->pc - irep->iseq - 1);
         f = mrb_debug_get_filename(mrb, irep, idx);
-        if (f && strstr(f, "mruby-apache/mrblib/")) {
+        /* mruby's own Ruby methods (Array#each ...) carry no file */
+        if (f == NULL || strstr(f, "mruby-apache/mrblib/")) {
             continue;
         }
-        *file = f ? f : "-";
+        *file = f;
         *line = mrb_debug_get_line(mrb, irep, idx);
         return 1;
     }
