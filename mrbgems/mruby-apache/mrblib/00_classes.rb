@@ -16,5 +16,9 @@ class Apache
   class Input; end
 end
 
+# Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).
+class Regexp; end
+class MatchData; end
+
 # mruby has no LoadError of its own; require raises it.
 class LoadError < ScriptError; end unless Object.const_defined?(:LoadError)
