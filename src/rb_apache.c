@@ -27,7 +27,11 @@ static mrb_value apache_rputs(mrb_state *mrb, mrb_value self)
     if (!mrb_string_p(obj)) {
         obj = mrb_obj_as_string(mrb, obj);
     }
-    mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj));
+    /* After an internal redirect the response is another request's: what
+     * the script writes now is dropped, never sent after it. */
+    if (mm_binding_run(mrb, "Apache.rputs")->forced == MM_STATUS_UNSET) {
+        mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj));
+    }
     return mrb_nil_value();
 }
 

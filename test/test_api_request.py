@@ -85,7 +85,7 @@ FILES = {
         'r = Apache::Request.new\n'
         'Apache.rputs "discarded"\n'
         'r.internal_redirect "/target?from=redirect"\n'
-        'Apache.rputs "also discarded"\n'
+        'Apache.rputs "also discarded" * 10_000\n'
     ),
     "htdocs/redirect_bad.mrb": (
         'r = Apache::Request.new\n'
