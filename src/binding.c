@@ -50,6 +50,25 @@ struct RClass *mm_binding_apache(mrb_state *mrb)
     return mrb_class_get(mrb, "Apache");
 }
 
+static mrb_value wrapper_new(mrb_state *mrb, mrb_value klass)
+{
+    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
+}
+
+static mrb_value run_wrapper_new(mrb_state *mrb, mrb_value klass)
+{
+    return mm_binding_wrap_run(mrb, mrb_class_ptr(klass), 0);
+}
+
+struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request)
+{
+    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), name, mrb->object_class);
+
+    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+    mrb_define_class_method(mrb, c, "new", needs_request ? wrapper_new : run_wrapper_new, MRB_ARGS_NONE());
+    return c;
+}
+
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what)
 {
     mm_run_t *run = mm_vm_of(mrb)->run;

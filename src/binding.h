@@ -78,6 +78,10 @@ const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int
 void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i);
 mrb_int mm_binding_index(mrb_state *mrb);
 
+/* Defines Apache::<name>, whose objects are wrappers (above), with a `new`
+ * that binds one to the current request (needs_request) or run. */
+struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request);
+
 /* The Apache class (defined by mm_apache_init). */
 struct RClass *mm_binding_apache(mrb_state *mrb);
 

@@ -20,11 +20,6 @@ static mrb_value str_or_nil(mrb_state *mrb, const char *s)
     return s ? mrb_str_new_cstr(mrb, s) : mrb_nil_value();
 }
 
-static mrb_value conn_new(mrb_state *mrb, mrb_value klass)
-{
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
-
 /* The peer of the TCP connection (a proxy, if there is one in between). */
 static mrb_value conn_remote_ip(mrb_state *mrb, mrb_value self)
 {
@@ -95,10 +90,8 @@ static mrb_value conn_id(mrb_state *mrb, mrb_value self)
 
 void mm_connection_init(mrb_state *mrb)
 {
-    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Connection", mrb->object_class);
+    struct RClass *c = mm_binding_define_wrapper_class(mrb, "Connection", 1);
 
-    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-    mrb_define_class_method(mrb, c, "new", conn_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "remote_ip", conn_remote_ip, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "client_ip", conn_remote_ip, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "remote_port", conn_remote_port, MRB_ARGS_NONE());

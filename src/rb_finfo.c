@@ -53,11 +53,6 @@ static mrb_int unix_mode(apr_fileperms_t p)
     return mode;
 }
 
-static mrb_value finfo_new(mrb_state *mrb, mrb_value klass)
-{
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
-
 /* Times are microseconds since the epoch, as mod_mruby gave them. */
 static mrb_value finfo_field(mrb_state *mrb, mrb_value self)
 {
@@ -98,11 +93,9 @@ static mrb_value finfo_field(mrb_state *mrb, mrb_value self)
 
 void mm_finfo_init(mrb_state *mrb)
 {
-    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Finfo", mrb->object_class);
+    struct RClass *c = mm_binding_define_wrapper_class(mrb, "Finfo", 1);
     int i;
 
-    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-    mrb_define_class_method(mrb, c, "new", finfo_new, MRB_ARGS_NONE());
     for (i = 0; i < FI_COUNT; i++) {
         mm_binding_define_indexed(mrb, c, names[i], finfo_field, i);
     }

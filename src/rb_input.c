@@ -64,11 +64,6 @@ static mrb_value request_input(mrb_state *mrb, mrb_value self)
     return mm_binding_wrap(mrb, mrb_class_get_under(mrb, mm_binding_apache(mrb), "Input"), 0);
 }
 
-static mrb_value input_new(mrb_state *mrb, mrb_value klass)
-{
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
-
 /* Takes up to len bytes at the cursor (stopping after LF if lines). */
 static mrb_value take(mrb_state *mrb, request_rec *r, apr_off_t len, int lines)
 {
@@ -163,12 +158,10 @@ void mm_input_init(mrb_state *mrb)
 {
     struct RClass *apache = mm_binding_apache(mrb);
     struct RClass *req = mrb_class_get_under(mrb, apache, "Request");
-    struct RClass *in = mrb_define_class_under(mrb, apache, "Input", mrb->object_class);
+    struct RClass *in = mm_binding_define_wrapper_class(mrb, "Input", 1);
 
     mrb_define_method(mrb, req, "body", request_body, MRB_ARGS_NONE());
     mrb_define_method(mrb, req, "input", request_input, MRB_ARGS_NONE());
-    MRB_SET_INSTANCE_TT(in, MRB_TT_DATA);
-    mrb_define_class_method(mrb, in, "new", input_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, in, "read", input_read, MRB_ARGS_OPT(2));
     mrb_define_method(mrb, in, "gets", input_gets, MRB_ARGS_NONE());
     mrb_define_method(mrb, in, "rewind", input_rewind, MRB_ARGS_NONE());

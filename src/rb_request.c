@@ -163,11 +163,6 @@ static mrb_value request_relation(mrb_state *mrb, mrb_value self)
     return mrb_bool_value(*(request_rec **)((char *)r + offsets[mm_binding_index(mrb)]) != NULL);
 }
 
-static mrb_value request_new(mrb_state *mrb, mrb_value klass)
-{
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
-
 static mrb_value request_status(mrb_state *mrb, mrb_value self)
 {
     return mrb_fixnum_value(mm_binding_unwrap(mrb, self, NULL)->status);
@@ -301,11 +296,9 @@ static mrb_value request_object(mrb_state *mrb, mrb_value self)
 
 void mm_request_init(mrb_state *mrb)
 {
-    struct RClass *req = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Request", mrb->object_class);
+    struct RClass *req = mm_binding_define_wrapper_class(mrb, "Request", 1);
     size_t i;
 
-    MRB_SET_INSTANCE_TT(req, MRB_TT_DATA);
-    mrb_define_class_method(mrb, req, "new", request_new, MRB_ARGS_NONE());
     for (i = 0; i < FIELD_COUNT; i++) {
         char setter[64];
 

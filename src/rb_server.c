@@ -59,11 +59,6 @@ static server_rec *server_of(mrb_state *mrb, mrb_value self)
     return run->r ? run->r->server : run->s;
 }
 
-static mrb_value server_new(mrb_state *mrb, mrb_value klass)
-{
-    return mm_binding_wrap_run(mrb, mrb_class_ptr(klass), 0);
-}
-
 static mrb_value server_field(mrb_state *mrb, mrb_value self)
 {
     server_rec *s = server_of(mrb, self);
@@ -120,11 +115,9 @@ static mrb_value server_read_only(mrb_state *mrb, mrb_value self)
 
 void mm_server_init(mrb_state *mrb)
 {
-    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Server", mrb->object_class);
+    struct RClass *c = mm_binding_define_wrapper_class(mrb, "Server", 0);
     size_t i;
 
-    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-    mrb_define_class_method(mrb, c, "new", server_new, MRB_ARGS_NONE());
     for (i = 0; i < FIELD_COUNT; i++) {
         mm_binding_define_indexed(mrb, c, fields[i].name, server_field, (mrb_int)i);
     }

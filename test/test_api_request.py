@@ -95,6 +95,14 @@ FILES = {
         'begin; r.internal_redirect nil; rescue TypeError; out << "nil"; end\n'
         'Apache.rputs out.join(",")\n'
     ),
+    "htdocs/reverse_proxy.mrb": (
+        'r = Apache::Request.new\n'
+        'r.reverse_proxy "http://backend.test/app" + r.uri\n'
+        'Apache.echo [r.handler, r.proxyreq == Apache::PROXYREQ_REVERSE, r.filename].join(",")\n'
+        'begin; r.reverse_proxy nil; rescue TypeError; Apache.echo "nil refused"; end\n'
+        'r.handler = "mruby-script"\n'
+        'r.proxyreq = Apache::PROXYREQ_NONE\n'
+    ),
     "htdocs/big_then_redirect.mrb": (
         'r = Apache::Request.new\n'
         'Apache.rputs "x" * 100_000\n'
@@ -183,6 +191,13 @@ def test_error_log_names_client_and_script_line(server):
     line = server.wait_log(r"MRB00400: .*request-log-line")[-1]
     assert "[client 127.0.0.1:" in line and "/errorlog.mrb:2: request-log-line" in line
     assert server.wait_log(r"\[mruby:warn\] .*errorlog.mrb:3: symbol_message")
+
+
+def test_reverse_proxy_sets_the_fields_mod_proxy_reads(server):
+    # (mod_proxy acts on them when they are set before the content handler,
+    # e.g. in translate_name)
+    assert lines(server, "/reverse_proxy.mrb") == [
+        "proxy-server,true,proxy:http://backend.test/app/reverse_proxy.mrb", "nil refused"]
 
 
 def test_internal_redirect(server):
