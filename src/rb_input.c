@@ -87,7 +87,7 @@ static mrb_value take(mrb_state *mrb, request_rec *r, apr_off_t len, int lines)
         }
         len = lf >= 0 ? lf - *cursor + 1 : mm_body_kept(b) - *cursor;
     } else {
-        b = fill(mrb, r, len == MM_OFF_MAX ? MM_OFF_MAX : *cursor + len - 1);
+        b = fill(mrb, r, len >= MM_OFF_MAX - *cursor ? MM_OFF_MAX : *cursor + len - 1);
     }
     avail = mm_body_kept(b) - *cursor;
     if (len > avail) {
@@ -119,7 +119,7 @@ static mrb_value input_read(mrb_state *mrb, mrb_value self)
         if (n == 0) {
             str = mrb_str_new_lit(mrb, "");
         } else {
-            str = take(mrb, r, (apr_off_t)n, 0);
+            str = take(mrb, r, n > MM_OFF_MAX ? MM_OFF_MAX : (apr_off_t)n, 0);
             if (RSTRING_LEN(str) == 0) {
                 str = mrb_nil_value();
             }

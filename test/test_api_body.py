@@ -62,7 +62,11 @@ FILES = {
         'buf = ""\n'
         'parts = []\n'
         'while input.read(3, buf)\n  parts << buf.dup\nend\n'
-        'Apache.rputs parts.join("|") + "|" + input.read(0).inspect + input.read(1).inspect\n'
+        'out = parts.join("|") + "|" + input.read(0).inspect + input.read(1).inspect\n'
+        'input.rewind\n'
+        'out << "|" + input.read(2**62 + 5).to_s\n'
+        'begin; input.read(-1); rescue ArgumentError; out << "|negative"; end\n'
+        'Apache.rputs out\n'
     ),
     "htdocs/then_proxy.mrb": (
         'r = Apache::Request.new\n'
@@ -167,7 +171,7 @@ def test_gets(server):
 
 def test_read_n_with_buffer(server):
     r = server.request("POST", "/read_n.mrb", body=b"abcdefgh")
-    assert r.body == b'abc|def|gh|""nil'
+    assert r.body == b'abc|def|gh|""nil|abcdefgh|negative'
 
 
 def test_proxy_after_body_read_gets_whole_body(server, backend):
@@ -226,3 +230,22 @@ def test_limit_request_body_chunked_answered_by_httpd(server):
     assert b"rescued" not in r.body
     r = post_chunked(server, "/limited/body.mrb", b"z" * 100)
     assert r.status == 413
+
+
+def test_malformed_chunked_body(server):
+    r = server.raw(b"POST /limited/rescued.mrb HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                   b"Connection: close\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+    assert r.status == 400
+    assert b"rescued" not in r.body
+
+
+def test_client_gone_in_the_middle_of_the_body(server):
+    import socket
+    for path in ("/body.mrb", "/stream.mrb", "/then_proxy.mrb"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
+                      + b"x" * 1000)
+    # the server goes on serving (and stop() checks the log for crashes)
+    r = server.request("POST", "/body.mrb", body=b"after")
+    assert (r.status, r.body) == (200, b"after")
+    server.wait_log(r"MRB00030: .*HTTPError.*could not be read")
