@@ -94,7 +94,10 @@ apr_off_t *mm_body_cursor(mm_body_t *b)
     return &b->cursor;
 }
 
-apr_size_t mm_body_copy(const mm_body_t *b, apr_off_t pos, char *dst, apr_size_t len, int stop_at_lf)
+/* Calls fn for each slice of the kept chunks covering up to len bytes from
+ * pos (stopping after the first LF if stop_at_lf); returns the count. */
+static apr_size_t walk(const mm_body_t *b, apr_off_t pos, apr_size_t len, int stop_at_lf,
+                       void (*fn)(void *ctx, const mm_chunk_t *c, apr_size_t off, apr_size_t n), void *ctx)
 {
     const mm_chunk_t *c = (const mm_chunk_t *)b->chunks->elts;
     apr_off_t start = 0;
@@ -113,15 +116,48 @@ apr_size_t mm_body_copy(const mm_body_t *b, apr_off_t pos, char *dst, apr_size_t
         if (n > len - done) {
             n = len - done;
         }
-        if (stop_at_lf && (lf = memchr(c[i].data + off, '\n', n)) != NULL) {
+        lf = stop_at_lf ? memchr(c[i].data + off, '\n', n) : NULL;
+        if (lf) {
             n = (apr_size_t)(lf - (c[i].data + off)) + 1;
-            memcpy(dst + done, c[i].data + off, n);
-            return done + n;
         }
-        memcpy(dst + done, c[i].data + off, n);
+        fn(ctx, &c[i], off, n);
         done += n;
+        if (lf) {
+            break;
+        }
     }
     return done;
+}
+
+static void copy_slice(void *ctx, const mm_chunk_t *c, apr_size_t off, apr_size_t n)
+{
+    char **dst = ctx;
+
+    memcpy(*dst, c->data + off, n);
+    *dst += n;
+}
+
+apr_size_t mm_body_copy(const mm_body_t *b, apr_off_t pos, char *dst, apr_size_t len, int stop_at_lf)
+{
+    return walk(b, pos, len, stop_at_lf, copy_slice, &dst);
+}
+
+/* A replayed slice is a pool bucket over the kept chunk: no copy. The chunk
+ * lives in the client request's pool; should that pool go while a filter
+ * still holds the bucket, the bucket copies itself to the heap. */
+typedef struct {
+    apr_bucket_brigade *bb;
+    apr_pool_t *pool;
+} mm_serve_t;
+
+static void serve_slice(void *ctx, const mm_chunk_t *c, apr_size_t off, apr_size_t n)
+{
+    mm_serve_t *s = ctx;
+    apr_bucket *e = apr_bucket_pool_create(c->data, c->len, s->pool, s->bb->bucket_alloc);
+
+    e->start = (apr_off_t)off;
+    e->length = n;
+    APR_BRIGADE_INSERT_TAIL(s->bb, e);
 }
 
 apr_off_t mm_body_find(const mm_body_t *b, apr_off_t from, char c)
@@ -254,14 +290,14 @@ static apr_status_t replay_in(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
         apr_size_t n =
             (apr_size_t)((mode == AP_MODE_EXHAUSTIVE || readbytes <= 0 || readbytes > avail) ? avail
                                                                                              : readbytes);
-        char *buf;
+        mm_serve_t serve;
 
         if (n > MM_BODY_READ_SZ && mode != AP_MODE_EXHAUSTIVE) {
             n = MM_BODY_READ_SZ;
         }
-        buf = apr_palloc(f->r->pool, n);
-        n = mm_body_copy(b, ctx->served, buf, n, mode == AP_MODE_GETLINE);
-        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_transient_create(buf, n, f->c->bucket_alloc));
+        serve.bb = bb;
+        serve.pool = b->owner->pool;
+        n = walk(b, ctx->served, n, mode == AP_MODE_GETLINE, serve_slice, &serve);
         if (mode != AP_MODE_SPECULATIVE) {
             ctx->served += (apr_off_t)n;
         }
