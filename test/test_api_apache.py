@@ -43,6 +43,8 @@ FILES = {
         'before = global_variables.include?(:$mm_test_global)\n'
         'left = Apache.remove_global_variable(:$mm_test_global)\n'
         'Apache.echo [before, left.include?(:$mm_test_global), $mm_test_global.inspect].join(",")\n'
+        '$mm_other = 2\n'
+        'Apache.echo Apache.global_remove(:$mm_other).include?(:$mm_other)\n'
     ),
     "htdocs/constants.mrb": (
         'Apache.echo [Apache::LOG_EMERG, Apache::LOG_WARN, Apache::LOG_WARNING, Apache::LOG_DEBUG,'
@@ -109,7 +111,7 @@ def test_facts(server):
 
 def test_remove_global_variable(server):
     r = server.get("/globals.mrb")
-    assert r.text == "true,false,nil\n"
+    assert r.text == "true,false,nil\nfalse\n"
 
 
 def test_compat_constants(server):

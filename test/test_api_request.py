@@ -7,6 +7,10 @@ from httpd import module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
+<Files "*.shtml">
+    Options +Includes
+    SetOutputFilter INCLUDES
+</Files>
 <Location /target>
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; Apache.rputs [r.uri, r.prev?, r.internal_redirect?, r.method].join(',')"
@@ -85,6 +89,7 @@ FILES = {
         'r = Apache::Request.new\n'
         'Apache.rputs "discarded"\n'
         'r.internal_redirect "/target?from=redirect"\n'
+        'Apache.errlogger Apache::APLOG_WARNING, "after redirect: next?=#{r.next?} external_redirect?=#{r.external_redirect?}"\n'
         'Apache.rputs "also discarded" * 10_000\n'
     ),
     "htdocs/redirect_bad.mrb": (
@@ -94,6 +99,11 @@ FILES = {
         'begin; r.internal_redirect "/a\\nb"; rescue ArgumentError; out << "newline"; end\n'
         'begin; r.internal_redirect nil; rescue TypeError; out << "nil"; end\n'
         'Apache.rputs out.join(",")\n'
+    ),
+    "htdocs/page.shtml": 'before <!--#include virtual="/sub.mrb?x=1" --> after',
+    "htdocs/sub.mrb": (
+        'r = Apache::Request.new\n'
+        'Apache.rputs [r.main?, r.sub_request?, r.prev?, r.args, r.status].join(",")\n'
     ),
     "htdocs/reverse_proxy.mrb": (
         'r = Apache::Request.new\n'
@@ -110,7 +120,7 @@ FILES = {
     ),
 }
 
-server = module_httpd("request", BODY, files=FILES)
+server = module_httpd("request", BODY, files=FILES, modules=("include",))
 
 
 def lines(server, path, **kw):
@@ -204,6 +214,13 @@ def test_internal_redirect(server):
     r = server.get("/redirect.mrb")
     assert r.status == 200
     assert r.body == b"/target,true,true,GET"
+    server.wait_log(r"MRB00400: .*after redirect: next\?=true external_redirect\?=true")
+
+
+def test_script_in_a_subrequest(server):
+    # mod_include runs /sub.mrb as a subrequest, inside the page's response
+    r = server.get("/page.shtml")
+    assert (r.status, r.body) == (200, b"before true,true,false,x=1,200 after")
 
 
 def test_internal_redirect_of_a_post(server):

@@ -20,7 +20,7 @@ FILES = {
         's = Apache::Server.new\n'
         '%w[hostname admin port document_root docroot error_fname is_virtual keep_alive keep_alive_max'
         ' keep_alive_timeout timeout limit_req_line limit_req_fieldsize limit_req_fields loglevel'
-        ' redirect_server_port defn_name defn_line_number].each { |f| Apache.echo "#{f}=#{s.send(f).inspect}" }\n'
+        ' redirect_server_port defn_name defn_line_number path pathlen scheme redirect_server_scheme].each { |f| Apache.echo "#{f}=#{s.send(f).inspect}" }\n'
         'Apache.echo "virtual?=#{s.virtual?}"\n'
         'Apache.echo "same=#{Apache::Request.new.server.hostname == s.hostname}"\n'
     ),
@@ -76,11 +76,13 @@ def test_main_server(server):
     assert int(f["limit_req_line"]) == 8190
     assert int(f["loglevel"]) == 4  # LogLevel warn
     assert f["same"] == "true"
+    assert f["path"] == "nil" and f["pathlen"] == "0"
 
 
 def test_virtual_host(server):
     f = fields(server, VPORT)
     assert f["hostname"] == '"vhost.example.test"'
+    assert f["scheme"] == f["redirect_server_scheme"]
     assert f["is_virtual"] == "1" and f["virtual?"] == "true"
     assert f["defn_name"].endswith('httpd.conf"')
     assert int(f["defn_line_number"]) > 0

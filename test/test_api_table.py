@@ -66,6 +66,7 @@ FILES = {
         'Apache.echo r.notes.keys.join(",")\n'
         'Apache.echo r.headers_in.keys.include?("Host")\n'
         'Apache.echo r.headers_in.map { |k, v| k }.include?("Host")\n'
+        'Apache.echo [r.headers_in.referer.inspect, r.headers_in.user_agent.inspect].join(",")\n'
     ),
 }
 
@@ -105,4 +106,5 @@ def test_missing_keys_are_nil_in_every_table(server):
 
 
 def test_enumeration(server):
-    assert lines(server, "/each.mrb") == ["n1=v1,n2=2", "n1,n2", "true", "true"]
+    assert lines(server, "/each.mrb", headers={"Referer": "http://ref.test/"}) == [
+        "n1=v1,n2=2", "n1,n2", "true", "true", '"http://ref.test/",nil']
