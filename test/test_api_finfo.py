@@ -39,7 +39,8 @@ def test_finfo_of_the_script(server):
     assert int(f["mtime"]) // 1000000 == int(st.st_mtime)  # microseconds
     assert f["types"] == "0,2,6"
     assert int(f["device"]) == st.st_dev
-    assert int(f["atime"]) // 1000000 == int(st.st_atime)
+    # (reading the script may move its atime after httpd's stat)
+    assert 0 < int(f["atime"]) // 1000000 <= int(st.st_atime)
     assert int(f["ctime"]) // 1000000 == int(st.st_ctime)
     assert int(f["csize"]) >= 0
     assert int(f["permission"]) == 0x0644  # APR's bits: UREAD|UWRITE, GREAD, WREAD
