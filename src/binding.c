@@ -29,7 +29,7 @@ extern const uint8_t mm_mrblib_irep[];
 /* Apache first: every other class is nested in it; the tables before
  * Apache::Request, whose readers return them. */
 static void (*const class_inits[])(mrb_state *) = {
-    mm_apache_init,     mm_table_init,  mm_request_init,    mm_input_init, mm_params_init,
+    mm_apache_init,     mm_table_init,  mm_request_init,    mm_async_init, mm_input_init,  mm_params_init,
     mm_connection_init, mm_server_init, mm_scoreboard_init, mm_finfo_init, mm_regexp_init,
 };
 
@@ -85,7 +85,7 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
 
     if (run->r == NULL) {
         mrb_raisef(mrb, E_RUNTIME_ERROR, "%s needs a request, and the %s phase has none", what,
-                   mm_phases[run->phase].stem);
+                   run->kind->stem);
     }
     return run->r;
 }

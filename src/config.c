@@ -82,9 +82,29 @@ static const char *add_script(cmd_parms *cmd, mm_dir_conf_t *dc, const mm_script
     return NULL;
 }
 
+/* Refuses a directive where its phase cannot see it: PostReadRequest,
+ * QuickHandler and MapToStorage see only the server's configuration,
+ * TranslateName runs before <Directory> and <Files> apply, the server
+ * phases run before any request. */
+static const char *check_context(cmd_parms *cmd)
+{
+    int phase = (int)(intptr_t)cmd->info / MM_ORDER_COUNT;
+
+    switch (mm_phases[phase].where) {
+    case MM_WHERE_GLOBAL:
+        return ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    case MM_WHERE_SERVER:
+        return ap_check_cmd_context(cmd, NOT_IN_DIR_CONTEXT);
+    case MM_WHERE_URI:
+        return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_DIRECTORY | NOT_IN_FILES);
+    default:
+        return ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+    }
+}
+
 static const char *cmd_code(cmd_parms *cmd, void *dconf, const char *code)
 {
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+    const char *err = check_context(cmd);
     const mm_script_t *s;
 
     if (err) {
@@ -96,7 +116,7 @@ static const char *cmd_code(cmd_parms *cmd, void *dconf, const char *code)
 
 static const char *cmd_file(cmd_parms *cmd, void *dconf, const char *file, const char *option)
 {
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+    const char *err = check_context(cmd);
     const mm_script_t *s;
     const char *path;
     int cache = 0;
@@ -152,19 +172,25 @@ static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg
     return NULL;
 }
 
-#define MM_DIR_CONTEXT (RSRC_CONF | ACCESS_CONF)
+/* Where httpd lets each kind of directive appear; check_context narrows. */
+#define MM_CONTEXT_DIR    (RSRC_CONF | ACCESS_CONF)
+#define MM_CONTEXT_URI    (RSRC_CONF | ACCESS_CONF)
+#define MM_CONTEXT_SERVER RSRC_CONF
+#define MM_CONTEXT_GLOBAL RSRC_CONF
+#define MM_DIR_CONTEXT    MM_CONTEXT_DIR
 
-#define MM_ORDER_CMDS(ID, STEM, WORD, ORDER)                                                                 \
+#define MM_ORDER_CMDS(ID, STEM, WHERE, WORD, ORDER)                                                          \
     AP_INIT_TAKE12("mruby" STEM WORD, cmd_file, MM_CMD_INFO(MM_PHASE_##ID, MM_ORDER_##ORDER),                \
-                   MM_DIR_CONTEXT, "Ruby script file for the " STEM " phase; 'cache' to never re-read it"),  \
+                   MM_CONTEXT_##WHERE,                                                                       \
+                   "Ruby script file for the " STEM " phase; 'cache' to never re-read it"),                  \
         AP_INIT_TAKE1("mruby" STEM WORD "Code", cmd_code, MM_CMD_INFO(MM_PHASE_##ID, MM_ORDER_##ORDER),      \
-                      MM_DIR_CONTEXT, "inline Ruby code for the " STEM " phase"),
+                      MM_CONTEXT_##WHERE, "inline Ruby code for the " STEM " phase"),
 
-#define MM_PHASE_CMDS(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR)                                               \
-    MM_ORDER_CMDS(ID, STEM, "", MIDDLE)                                                                      \
-    MM_ORDER_CMDS(ID, STEM, "First", FIRST)                                                                  \
-    MM_ORDER_CMDS(ID, STEM, "Middle", MIDDLE)                                                                \
-    MM_ORDER_CMDS(ID, STEM, "Last", LAST)
+#define MM_PHASE_CMDS(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                        \
+    MM_ORDER_CMDS(ID, STEM, WHERE, "", MIDDLE)                                                               \
+    MM_ORDER_CMDS(ID, STEM, WHERE, "First", FIRST)                                                           \
+    MM_ORDER_CMDS(ID, STEM, WHERE, "Middle", MIDDLE)                                                         \
+    MM_ORDER_CMDS(ID, STEM, WHERE, "Last", LAST)
 
 /* clang-format off */
 const command_rec mm_directives[] = {

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "phase.h"
+#include "suspend.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -44,13 +45,15 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
 static void mm_child_init(apr_pool_t *pchild, server_rec *s)
 {
     mm_vm_child_init(pchild, s);
+    mm_suspend_child_init(pchild, s);
 }
 
 static void mm_register_hooks(apr_pool_t *p)
 {
     ap_hook_pre_config(mm_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(mm_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Before any ChildInit script: they need the per-thread VMs. */
+    ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
     mm_body_register_hooks(p);
 }

@@ -1,25 +1,52 @@
 /* phase.c: the httpd hook functions, made from the phase table (phase.h):
- * three per phase, one per hook position (First, Middle, Last). A hook of a
- * phase that no configuration uses returns DECLINED before doing anything
- * else. */
+ * three per phase, one per hook position (First, Middle, Last), each from
+ * the template of the phase's SHAPE. A hook of a phase that no
+ * configuration uses returns at once. */
 
 #include <string.h>
 
 #include "httpd.h"
 #include "http_config.h"
+#include "http_core.h"
+#include "http_protocol.h"
 #include "http_request.h"
 
 #include "config.h"
 #include "mod_mruby.h"
 #include "run.h"
+#include "vm.h"
 
 APLOG_USE_MODULE(mruby);
 
+/* Which hook shapes produce the response. */
+#define MM_FLAGS_REQUEST    0
+#define MM_FLAGS_VOID       0
+#define MM_FLAGS_QUICK      MM_KIND_CONTENT
+#define MM_FLAGS_HANDLER    MM_KIND_CONTENT
+#define MM_FLAGS_POSTCONFIG 0
+#define MM_FLAGS_CHILDINIT  0
+
 const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
-#define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR) {STEM, DEFAULT, ONERROR},
+#define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                         \
+    {STEM, MM_WHERE_##WHERE, DEFAULT, ONERROR, MM_FLAGS_##SHAPE},
     MM_PHASES(MM_PHASE_ROW)
 #undef MM_PHASE_ROW
 };
+
+/* ------------------------------------------------------- request phases */
+
+static int run_request_phase(request_rec *r, mm_phase_e phase, mm_order_e order)
+{
+    const mm_dir_conf_t *dc;
+    const apr_array_header_t *scripts;
+
+    if (!mm_config_phase_used(phase)) {
+        return DECLINED;
+    }
+    dc = ap_get_module_config(r->per_dir_config, &mruby_module);
+    scripts = mm_config_scripts(dc, phase, order);
+    return scripts ? mm_run_scripts(r, &mm_phases[phase], scripts) : DECLINED;
+}
 
 /* ------------------------------------------------------- content handler */
 
@@ -61,7 +88,7 @@ static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
     dc = ap_get_module_config(r->per_dir_config, &mruby_module);
     scripts = mm_config_scripts(dc, phase, order);
     if (scripts) {
-        return mm_run_scripts(r, phase, scripts);
+        return mm_run_scripts(r, &mm_phases[phase], scripts);
     }
     if (native && order == MM_ORDER_MIDDLE && dc->scripts[phase] == NULL) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
@@ -73,27 +100,108 @@ static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
     return DECLINED;
 }
 
-#define MM_HOOKS_HANDLER(ID)                                                                                 \
-    static int hook_##ID##_first(request_rec *r)                                                             \
+/* --------------------------------------------------------- server phases */
+
+/* Server-phase scripts are configured in the main server only. */
+static const apr_array_header_t *server_scripts(server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    const mm_dir_conf_t *dc = ap_get_module_config(s->lookup_defaults, &mruby_module);
+
+    return mm_config_phase_used(phase) ? mm_config_scripts(dc, phase, order) : NULL;
+}
+
+/* The parent's VM for PostConfig scripts: one per (re)start, closed with
+ * ptemp once every module's post_config has run. */
+static mm_vm_t *parent_vm;
+
+static apr_status_t close_parent_vm(void *unused)
+{
+    if (parent_vm) {
+        mm_vm_close(parent_vm);
+        parent_vm = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+static int run_post_config(apr_pool_t *ptemp, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    const apr_array_header_t *scripts = server_scripts(s, phase, order);
+    int result;
+
+    /* httpd reads its configuration twice at startup: run once, for real. */
+    if (scripts == NULL || ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    if (parent_vm == NULL) {
+        parent_vm = mm_vm_create(s);
+        if (parent_vm == NULL) {
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        apr_pool_cleanup_register(ptemp, NULL, close_parent_vm, apr_pool_cleanup_null);
+    }
+    result = mm_run_server_scripts(parent_vm, s, ptemp, &mm_phases[phase], scripts);
+    if (result != OK && result != DECLINED) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s,
+                     MM_LOGNO(00050) "a PostConfig script failed (%d): httpd does not start", result);
+        return result;
+    }
+    return OK;
+}
+
+/* ChildInit scripts run once per child process, in its main thread's VM
+ * (under prefork, the VM that then serves the child's requests). */
+static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    const apr_array_header_t *scripts = server_scripts(s, phase, order);
+
+    if (scripts) {
+        mm_run_server_scripts(mm_vm_for_thread(s), s, pchild, &mm_phases[phase], scripts);
+    }
+}
+
+/* ------------------------------------------------------- hook templates */
+
+#define MM_ORDERS(MAKE, ID) MAKE(ID, first, FIRST) MAKE(ID, middle, MIDDLE) MAKE(ID, last, LAST)
+
+#define MM_HOOK_REQUEST(ID, o, ORDER)                                                                        \
+    static int hook_##ID##_##o(request_rec *r)                                                               \
     {                                                                                                        \
-        return run_handler(r, MM_PHASE_##ID, MM_ORDER_FIRST);                                                \
-    }                                                                                                        \
-    static int hook_##ID##_middle(request_rec *r)                                                            \
+        return run_request_phase(r, MM_PHASE_##ID, MM_ORDER_##ORDER);                                        \
+    }
+#define MM_HOOK_VOID(ID, o, ORDER)                                                                           \
+    static void hook_##ID##_##o(request_rec *r)                                                              \
     {                                                                                                        \
-        return run_handler(r, MM_PHASE_##ID, MM_ORDER_MIDDLE);                                               \
-    }                                                                                                        \
-    static int hook_##ID##_last(request_rec *r)                                                              \
+        run_request_phase(r, MM_PHASE_##ID, MM_ORDER_##ORDER);                                               \
+    }
+#define MM_HOOK_QUICK(ID, o, ORDER)                                                                          \
+    static int hook_##ID##_##o(request_rec *r, int lookup_uri)                                               \
     {                                                                                                        \
-        return run_handler(r, MM_PHASE_##ID, MM_ORDER_LAST);                                                 \
+        /* a lookup only asks whether we would answer: we do not say */                                      \
+        return lookup_uri ? DECLINED : run_request_phase(r, MM_PHASE_##ID, MM_ORDER_##ORDER);                \
+    }
+#define MM_HOOK_HANDLER(ID, o, ORDER)                                                                        \
+    static int hook_##ID##_##o(request_rec *r)                                                               \
+    {                                                                                                        \
+        return run_handler(r, MM_PHASE_##ID, MM_ORDER_##ORDER);                                              \
+    }
+#define MM_HOOK_POSTCONFIG(ID, o, ORDER)                                                                     \
+    static int hook_##ID##_##o(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)        \
+    {                                                                                                        \
+        return run_post_config(ptemp, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                   \
+    }
+#define MM_HOOK_CHILDINIT(ID, o, ORDER)                                                                      \
+    static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
+    {                                                                                                        \
+        run_child_init(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
     }
 
-#define MM_DEFINE_HOOKS(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR) MM_HOOKS_##SHAPE(ID)
+#define MM_DEFINE_HOOKS(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) MM_ORDERS(MM_HOOK_##SHAPE, ID)
 MM_PHASES(MM_DEFINE_HOOKS)
 #undef MM_DEFINE_HOOKS
 
 void mm_phase_register_hooks(apr_pool_t *p)
 {
-#define MM_REGISTER(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR)                                                 \
+#define MM_REGISTER(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                          \
     ap_hook_##HOOK(hook_##ID##_first, NULL, NULL, APR_HOOK_FIRST);                                           \
     ap_hook_##HOOK(hook_##ID##_middle, NULL, NULL, APR_HOOK_MIDDLE);                                         \
     ap_hook_##HOOK(hook_##ID##_last, NULL, NULL, APR_HOOK_LAST);

@@ -9,16 +9,40 @@
 /* Columns:
  *   ID       enum suffix: MM_PHASE_<ID>
  *   STEM     directive stem: mruby<STEM>, mruby<STEM>Code, mruby<STEM>First, ...
- *   SHAPE    the hook signature family, picks the hook function template
- *            (see phase.c): HANDLER is the content handler.
+ *   SHAPE    the hook's signature family, which picks the hook function
+ *            template in phase.c: REQUEST int(request_rec *), VOID
+ *            void(request_rec *), QUICK the quick handler, HANDLER the content
+ *            handler, POSTCONFIG and CHILDINIT the server phases
  *   HOOK     httpd hook: registered with ap_hook_<HOOK>
+ *   WHERE    where its directives may appear, i.e. which sections httpd has
+ *            applied when the phase runs: DIR (server, virtual host, any
+ *            section), URI (no <Directory> or <Files>: the file is not known
+ *            yet), SERVER (server and virtual host only), GLOBAL (main server)
  *   DEFAULT  the phase result when the script never calls Apache.return
- *   ONERROR  the phase result when the script raises
- */
-#define MM_PHASES(X) X(HANDLER, "Handler", HANDLER, handler, OK, HTTP_INTERNAL_SERVER_ERROR)
+ *   ONERROR  the phase result when the script raises (access phases deny)
+ *
+ * Rows are in the order httpd runs the phases. */
+/* clang-format off */
+#define MM_PHASES(X)                                                                                       \
+    X(POST_READ_REQUEST, "PostReadRequest", REQUEST,    post_read_request, SERVER, DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(QUICK_HANDLER,     "QuickHandler",    QUICK,      quick_handler,     SERVER, DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(TRANSLATE_NAME,    "TranslateName",   REQUEST,    translate_name,    URI,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(MAP_TO_STORAGE,    "MapToStorage",    REQUEST,    map_to_storage,    SERVER, DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(HEADER_PARSER,     "HeaderParser",    REQUEST,    header_parser,     DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(ACCESS_CHECKER,    "AccessChecker",   REQUEST,    access_checker,    DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(CHECK_USER_ID,     "CheckUserId",     REQUEST,    check_user_id,     DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(AUTH_CHECKER,      "AuthChecker",     REQUEST,    auth_checker,      DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(TYPE_CHECKER,      "TypeChecker",     REQUEST,    type_checker,      DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(FIXUPS,            "Fixups",          REQUEST,    fixups,            DIR,    DECLINED, HTTP_INTERNAL_SERVER_ERROR) \
+    X(INSERT_FILTER,     "InsertFilter",    VOID,       insert_filter,     DIR,    DECLINED, DECLINED)                   \
+    X(HANDLER,           "Handler",         HANDLER,    handler,           DIR,    OK,       HTTP_INTERNAL_SERVER_ERROR) \
+    X(LOG_TRANSACTION,   "LogTransaction",  REQUEST,    log_transaction,   DIR,    DECLINED, DECLINED)                   \
+    X(POST_CONFIG,       "PostConfig",      POSTCONFIG, post_config,       GLOBAL, OK,       HTTP_INTERNAL_SERVER_ERROR) \
+    X(CHILD_INIT,        "ChildInit",       CHILDINIT,  child_init,        GLOBAL, OK,       DECLINED)
+/* clang-format on */
 
 typedef enum {
-#define MM_PHASE_ENUM(ID, STEM, SHAPE, HOOK, DEFAULT, ONERROR) MM_PHASE_##ID,
+#define MM_PHASE_ENUM(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) MM_PHASE_##ID,
     MM_PHASES(MM_PHASE_ENUM)
 #undef MM_PHASE_ENUM
         MM_PHASE_COUNT
@@ -27,15 +51,29 @@ typedef enum {
 /* The three hook positions a script can take within a phase. */
 typedef enum { MM_ORDER_FIRST, MM_ORDER_MIDDLE, MM_ORDER_LAST, MM_ORDER_COUNT } mm_order_e;
 
+/* Where a phase's directives are allowed (the WHERE column). */
+typedef enum { MM_WHERE_DIR, MM_WHERE_URI, MM_WHERE_SERVER, MM_WHERE_GLOBAL } mm_where_e;
+
+/* What the run harness needs to know about a kind of script run: a phase
+ * of the table, or another kind (a filter, a provider) described by a
+ * static mm_phase_t of the file that runs it. */
 typedef struct {
     const char *stem;   /* "Handler": names the phase in directives and logs */
+    mm_where_e where;   /* where its directives may appear */
     int default_result; /* when Apache.return was not called */
     int error_result;   /* when the script raised */
+    unsigned int flags; /* MM_KIND_* */
 } mm_phase_t;
+
+/* The script's output is the response: sent with EOS when the phase ends,
+ * dropped when it declines (Handler, QuickHandler). */
+#define MM_KIND_CONTENT 0x1
+/* Apache.rputs is refused (filters and providers work on other data). */
+#define MM_KIND_NO_OUTPUT 0x2
 
 extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 
-/* Registers one httpd hook per phase and order (called from register_hooks). */
+/* Registers one httpd hook per phase and order (register_hooks). */
 void mm_phase_register_hooks(apr_pool_t *p);
 
 /* The handler names this module answers to. */

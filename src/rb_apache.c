@@ -24,13 +24,18 @@ static mrb_value apache_rputs(mrb_state *mrb, mrb_value self)
     mrb_value obj = mrb_get_arg1(mrb);
     request_rec *r = mm_binding_request(mrb, "Apache.rputs");
 
+    if (mm_vm_of(mrb)->run->kind->flags & MM_KIND_NO_OUTPUT) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "Apache.rputs cannot be used in a %s script",
+                   mm_vm_of(mrb)->run->kind->stem);
+    }
     if (!mrb_string_p(obj)) {
         obj = mrb_obj_as_string(mrb, obj);
     }
     /* After an internal redirect the response is another request's: what
      * the script writes now is dropped, never sent after it. */
-    if (mm_binding_run(mrb, "Apache.rputs")->forced == MM_STATUS_UNSET) {
-        mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj));
+    if (mm_vm_of(mrb)->run->forced == MM_STATUS_UNSET &&
+        mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj)) == APR_EOF) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache.rputs: the response has already been sent");
     }
     return mrb_nil_value();
 }
@@ -136,7 +141,7 @@ static mrb_value apache_threaded_p(mrb_state *mrb, mrb_value self)
 /* The phase that runs the current script ("Handler", ...). */
 static mrb_value apache_phase(mrb_state *mrb, mrb_value self)
 {
-    return mrb_str_new_cstr(mrb, mm_phases[mm_binding_run(mrb, "Apache.phase")->phase].stem);
+    return mrb_str_new_cstr(mrb, mm_binding_run(mrb, "Apache.phase")->kind->stem);
 }
 
 /* Apache.remove_global_variable(:$name): this VM's globals are shared by the

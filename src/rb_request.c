@@ -10,6 +10,7 @@
 #include "http_core.h"
 #include "http_protocol.h"
 #include "http_request.h"
+#include "util_filter.h"
 
 #include <mruby.h>
 #include <mruby/class.h>
@@ -255,7 +256,7 @@ static mrb_value request_internal_redirect(mrb_state *mrb, mrb_value self)
     mrb_value uri = mrb_get_arg1(mrb);
     char *target = mm_binding_header_str(mrb, r->pool, uri, "the redirect URI");
 
-    if (run->phase != MM_PHASE_HANDLER || run->r != r) {
+    if (run->kind != &mm_phases[MM_PHASE_HANDLER] || run->r != r) {
         mrb_raise(mrb, E_RUNTIME_ERROR,
                   "Apache::Request#internal_redirect works only in the content handler");
     }
@@ -273,6 +274,24 @@ static mrb_value request_internal_redirect(mrb_state *mrb, mrb_value self)
     run->forced = OK;
     ap_internal_redirect(target, r);
     return mrb_nil_value();
+}
+
+/* add_output_filter(name) / add_input_filter(name): inserts a registered
+ * httpd filter (e.g. "DEFLATE") for this request; meant for InsertFilter
+ * and earlier phases. */
+static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    int input = (int)mm_binding_index(mrb);
+    const char *name = mm_binding_pstr(mrb, r->pool, mrb_get_arg1(mrb), "a filter name");
+    ap_filter_t *f = input ? ap_add_input_filter(name, NULL, r, r->connection)
+                           : ap_add_output_filter(name, NULL, r, r->connection);
+
+    if (f == NULL) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "no %s filter named '%s' is registered", input ? "input" : "output",
+                   name);
+    }
+    return self;
 }
 
 /* The tables are classes of their own (rb_table.c); each reader returns
@@ -334,4 +353,6 @@ void mm_request_init(mrb_state *mrb)
     mm_binding_define_indexed(mrb, req, "finfo", request_object, 0);
     mm_binding_define_indexed(mrb, req, "connection", request_object, 1);
     mm_binding_define_indexed(mrb, req, "server", request_object, 2);
+    mm_binding_define_indexed(mrb, req, "add_output_filter", request_add_filter, 0);
+    mm_binding_define_indexed(mrb, req, "add_input_filter", request_add_filter, 1);
 }

@@ -14,9 +14,12 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
+#include <mruby/class.h>
+#include <mruby/variable.h>
 
 #include "binding.h"
 #include "error.h"
+#include "suspend.h"
 #include "mod_mruby.h"
 #include "run.h"
 
@@ -47,6 +50,9 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
 {
     mm_response_t *resp = response_of(r);
 
+    if (r->eos_sent) {
+        return APR_EOF; /* the response is complete (e.g. LogTransaction) */
+    }
     if (resp == NULL) {
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
@@ -105,25 +111,52 @@ int mm_run_discard_output(request_rec *r)
  * (httpd then sends its error page, so ErrorDocument applies). Part of the
  * response already went out: the status line cannot change any more, so
  * the connection is cut, and the client sees a truncated response. */
-static int result_of_exception(mm_run_t *run, mrb_state *mrb, mrb_value exc)
+static int result_of_exception(mm_run_t *run, mrb_value exc)
 {
     int status;
 
+    if (run->r == NULL) {
+        return run->kind->error_result;
+    }
     drop_output(run->r);
-    if (was_flushed(run->r)) {
+    if (was_flushed(run->r) && !run->r->eos_sent) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;
     }
     /* Apache::HTTPError (e.g. a body over the limit: 413) names its status. */
-    status = mm_binding_exception_status(mrb, exc);
-    return status ? status : mm_phases[run->phase].error_result;
+    status = mrb_nil_p(exc) ? 0 : mm_binding_exception_status(run->vm->mrb, exc);
+    return status ? status : run->kind->error_result;
+}
+
+/* A method imposed the result (the response was produced otherwise: an
+ * internal redirect, httpd's own 413): it wins over what the script
+ * returned or raised, and the script's output is dropped, never sent. */
+static int forced_result(mm_run_t *run)
+{
+    if (run->r) {
+        drop_output(run->r);
+    }
+    return run->forced;
+}
+
+static void log_bad_return(mm_run_t *run)
+{
+    const char *fmt = MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result";
+    const char *stem = run->kind->stem;
+
+    if (run->r) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, stem, run->script, run->status);
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, stem, run->script, run->status);
+    }
 }
 
 /* Maps what the script asked for with Apache.return to the phase result. */
 static int result_of_return(mm_run_t *run)
 {
-    const mm_phase_t *ph = &mm_phases[run->phase];
+    const mm_phase_t *ph = run->kind;
+    request_rec *r = run->r;
     int st = run->status;
     int result;
 
@@ -134,100 +167,179 @@ static int result_of_return(mm_run_t *run)
     } else if (st == DECLINED || st == DONE) {
         result = st;
     } else if (st >= 100 && st <= 599) {
-        if (run->phase == MM_PHASE_HANDLER && has_output(run->r)) {
+        if (r && (run->kind->flags & MM_KIND_CONTENT) && has_output(r)) {
             /* The script wrote a body and then named the status: it is the
              * response's status, the body its content. */
-            run->r->status = st;
+            r->status = st;
             result = OK;
         } else {
             result = st;
         }
     } else {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
-                      MM_LOGNO(00021) "%s script %s: Apache.return(%d) is not a status or hook result",
-                      ph->stem, run->script, st);
-        drop_output(run->r);
+        log_bad_return(run);
+        if (r) {
+            drop_output(r);
+        }
         return ph->error_result;
     }
-    if (run->phase == MM_PHASE_HANDLER) {
-        /* The content handler's output waits for the end of the phase
+    if (r == NULL) {
+        return result;
+    }
+    if ((run->kind->flags & MM_KIND_CONTENT)) {
+        /* The response's output waits for the end of the phase
          * (end_response), to go down with EOS. */
         if (result != OK && result != DONE) {
-            drop_output(run->r); /* an error page or another handler answers */
+            drop_output(r); /* an error page or another handler answers */
         }
     } else if (result == OK || result == DONE || result == DECLINED) {
-        pass_output(run->r, 0);
+        pass_output(r, 0);
     } else {
-        drop_output(run->r);
+        drop_output(r);
     }
     return result;
 }
 
-static mrb_value run_body(mrb_state *mrb, void *proc)
+static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
+{
+    const char *fmt = MM_LOGNO(00020) "%s script %s";
+    const char *msg = ap_escape_logitem(p, err);
+
+    if (run->r) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r, fmt, run->kind->stem, msg);
+    } else {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, run->s, fmt, run->kind->stem, msg);
+    }
+}
+
+/* ------------------------------------------------------- executing */
+
+/* The three ways into a script, each a body for mrb_protect_error. */
+
+static mrb_value run_direct(mrb_state *mrb, void *proc)
 {
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 
-static int run_one(request_rec *r, mm_phase_e phase, const mm_script_t *script)
+/* A script that may sleep runs in a fiber. The fiber is made in Ruby
+ * (Apache::Async.__fiber): a fiber's block must be a real block, which the
+ * script's top-level proc is not. The fiber is what the body returns, so
+ * mrb_protect_error keeps it in the GC arena. */
+static mrb_value run_in_fiber(mrb_state *mrb, void *proc)
 {
-    const mm_phase_t *ph = &mm_phases[phase];
-    mm_vm_t *vm = mm_vm_for_thread(r->server);
-    mm_run_t run;
-    mrb_state *mrb;
-    struct RProc *proc;
-    const char *err = NULL;
-    int ai, result;
+    mm_run_t *run = mm_vm_of(mrb)->run;
+    struct RClass *async = mrb_module_get_under(mrb, mrb_class_get(mrb, "Apache"), "Async");
+    mrb_value args[2] = {mrb_top_self(mrb), mrb_obj_value((struct RProc *)proc)};
 
-    if (vm == NULL) {
-        return ph->error_result; /* logged where it failed */
-    }
-    mrb = vm->mrb;
-    memset(&run, 0, sizeof run);
-    run.r = r;
-    run.s = r->server;
-    run.phase = phase;
-    run.script = script ? script->name : r->filename;
-    run.status = MM_STATUS_UNSET;
-    run.forced = MM_STATUS_UNSET;
-    run.serial = ++vm->serial;
-    run.outer = vm->run;
-    vm->run = &run;
-    ai = mrb_gc_arena_save(mrb);
+    run->fiber = mrb_funcall_argv(mrb, mrb_obj_value(async), mrb_intern_lit(mrb, "__fiber"), 2, args);
+    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    return run->fiber;
+}
 
-    proc = script ? mm_code_script_proc(vm, script, r->pool, &err)
-                  : mm_code_file_proc(vm, r->filename, &r->finfo, r->pool, &err);
-    if (proc == NULL) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, MM_LOGNO(00020) "%s script %s", ph->stem,
-                      ap_escape_logitem(r->pool, err));
-        result = ph->error_result;
-    } else {
+static mrb_value run_resume(mrb_state *mrb, void *ud)
+{
+    mm_run_t *run = ud;
+
+    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    return run->fiber;
+}
+
+static int is_sleeping(mm_run_t *run)
+{
+    return !mrb_nil_p(run->fiber) && mrb_test(mrb_fiber_alive_p(run->vm->mrb, run->fiber));
+}
+
+/* Executes (or resumes) the script until it ends or sleeps, and returns the
+ * phase result; SUSPENDED when it sleeps and httpd will call us back. */
+static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_slot_t *slot)
+{
+    mrb_state *mrb = run->vm->mrb;
+
+    for (;;) {
         mrb_bool raised = FALSE;
-        mrb_value exc = mrb_protect_error(mrb, run_body, proc, &raised);
+        mrb_value exc;
 
+        run->sleep = -1;
+        exc = mrb_protect_error(mrb, body, arg, &raised);
         /* At top level an uncaught exception comes back in mrb->exc; in a
          * nested run (a subrequest made by a script) it is thrown to us. */
         if (!raised && mrb->exc) {
             exc = mrb_obj_value(mrb->exc);
             raised = TRUE;
         }
+        mrb->exc = NULL;
         if (raised) {
-            mm_error_log_exception(vm, exc, r, r->server, ph->stem, run.script);
-            result = result_of_exception(&run, mrb, exc);
-        } else {
-            result = result_of_return(&run);
+            mm_error_log_exception(run->vm, exc, run->r, run->s, run->kind->stem, run->script);
+            return run->forced != MM_STATUS_UNSET ? forced_result(run) : result_of_exception(run, exc);
         }
+        if (!is_sleeping(run)) {
+            return run->forced != MM_STATUS_UNSET ? forced_result(run) : result_of_return(run);
+        }
+        if (run->sleep < 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
+                          MM_LOGNO(00060) "%s script %s yielded its own fiber: use Apache::Async.sleep",
+                          run->kind->stem, run->script);
+            return result_of_exception(run, mrb_nil_value());
+        }
+        if (mm_suspend(run, slot) == APR_SUCCESS) {
+            return SUSPENDED;
+        }
+        apr_sleep(run->sleep); /* httpd would not call us back: sleep here */
+        body = run_resume;
+        arg = run;
     }
-    if (run.forced != MM_STATUS_UNSET) {
-        drop_output(r);
-        result = run.forced;
+}
+
+/* Runs one script (or, with script NULL, the file r->filename) in vm, for
+ * request r or, when r is NULL, for server s. p holds what the run
+ * allocates. slot, if not NULL, is the rest of the phase, kept should the
+ * script sleep. */
+static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *ph,
+                   const mm_script_t *script, void *data, const mm_slot_t *slot)
+{
+    mm_run_t run;
+    mrb_state *mrb;
+    const char *err = NULL;
+    int ai, result;
+
+    if (vm == NULL) {
+        return ph->error_result; /* logged where it failed */
     }
-    mrb->exc = NULL;
+    mm_vm_lock(vm);
+    mrb = vm->mrb;
+    memset(&run, 0, sizeof run);
+    run.r = r;
+    run.s = s;
+    run.kind = ph;
+    run.data = data;
+    run.script = script ? script->name : r->filename;
+    run.status = MM_STATUS_UNSET;
+    run.forced = MM_STATUS_UNSET;
+    run.serial = ++vm->serial;
+    run.outer = vm->run;
+    run.vm = vm;
+    run.fiber = mrb_nil_value();
+    vm->run = &run;
+    ai = mrb_gc_arena_save(mrb);
+
+    run.loaded = script ? mm_code_script_proc(vm, script, p, &err)
+                        : mm_code_file_proc(vm, r->filename, &r->finfo, p, &err);
+    if (run.loaded == NULL) {
+        log_load_error(&run, p, err);
+        result = ph->error_result;
+    } else if (run.loaded->may_suspend && mm_suspend_possible(&run)) {
+        mm_slot_t rest = slot ? *slot : (mm_slot_t){NULL, 0, DECLINED};
+
+        result = execute(&run, run_in_fiber, run.loaded->proc, &rest);
+    } else {
+        result = execute(&run, run_direct, run.loaded->proc, NULL);
+    }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
+    mm_vm_unlock(vm);
     return result;
 }
 
-/* The content handler is done: its output goes down with EOS. */
+/* A content phase is done: its output goes down with EOS. */
 static int end_response(request_rec *r, int result)
 {
     if ((result == OK || result == DONE) && has_output(r)) {
@@ -236,30 +348,91 @@ static int end_response(request_rec *r, int result)
     return result;
 }
 
-int mm_run_scripts(request_rec *r, mm_phase_e phase, const apr_array_header_t *scripts)
+/* Runs scripts from index `from` in order until one returns something
+ * other than OK or DECLINED: that is the result; else OK if one said OK (or
+ * result already was), else DECLINED. */
+static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
+                    const apr_array_header_t *scripts, int from, int result)
 {
-    int i, result = DECLINED;
+    int i;
 
-    for (i = 0; i < scripts->nelts; i++) {
-        int rv = run_one(r, phase, APR_ARRAY_IDX(scripts, i, const mm_script_t *));
+    for (i = from; i < scripts->nelts; i++) {
+        mm_slot_t rest = {scripts, i + 1, result};
+        int rv = run_one(vm, r, s, p, kind, APR_ARRAY_IDX(scripts, i, const mm_script_t *), NULL, &rest);
 
         if (rv == OK) {
             result = OK;
         } else if (rv != DECLINED) {
-            result = rv;
-            break;
+            return rv;
         }
     }
-    return phase == MM_PHASE_HANDLER ? end_response(r, result) : result;
+    return result;
+}
+
+int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_header_t *scripts)
+{
+    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, scripts, 0, DECLINED);
+
+    return (kind->flags & MM_KIND_CONTENT) ? end_response(r, result) : result;
+}
+
+int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
+                          const apr_array_header_t *scripts)
+{
+    return run_list(vm, NULL, s, p, kind, scripts, 0, DECLINED);
+}
+
+int mm_run_script(request_rec *r, const mm_phase_t *kind, const mm_script_t *script, void *data)
+{
+    return run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, script, data, NULL);
+}
+
+/* The file is the script: declining would let the default handler send its
+ * source. There is nothing else to serve here. */
+static int file_result(int result)
+{
+    return result == DECLINED ? HTTP_NOT_FOUND : result;
 }
 
 int mm_run_file(request_rec *r)
 {
-    int result = run_one(r, MM_PHASE_HANDLER, NULL);
+    mm_vm_t *vm = mm_vm_for_thread(r->server);
+    int result = run_one(vm, r, r->server, r->pool, &mm_phases[MM_PHASE_HANDLER], NULL, NULL, NULL);
 
-    /* The file is the script: declining would let the default handler
-     * send its source. There is nothing else to serve here. */
+    return end_response(r, file_result(result));
+}
+
+int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
+{
+    mm_vm_t *vm = run->vm;
+    mrb_state *mrb = vm->mrb;
+    request_rec *r = run->r;
+    int ai = mrb_gc_arena_save(mrb);
+    int result;
+
+    run->outer = NULL; /* whoever held the VM when the script fell asleep is gone */
+    vm->run = run;
+    result = execute(run, run_resume, run, slot);
+    mrb_gc_arena_restore(mrb, ai);
+    vm->run = NULL;
+    if (result == SUSPENDED) {
+        return SUSPENDED;
+    }
+    mm_suspend_done(run);
+    if (slot->scripts == NULL) {
+        result = file_result(result);
+    } else if (result == OK || result == DECLINED) {
+        result = run_list(vm, r, r->server, r->pool, run->kind, slot->scripts, slot->next,
+                          result == OK ? OK : slot->result);
+        if (result == SUSPENDED) {
+            return SUSPENDED;
+        }
+    }
     if (result == DECLINED) {
+        /* httpd's other handlers were passed over when the script slept */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      MM_LOGNO(00061) "%s script %s declined after sleeping: 404", run->kind->stem,
+                      run->script);
         result = HTTP_NOT_FOUND;
     }
     return end_response(r, result);

@@ -130,6 +130,9 @@ class Httpd:
         for sub in ("htdocs", "scripts", "run", "logs"):
             os.makedirs(os.path.join(self.root, sub))
             os.chmod(os.path.join(self.root, sub), 0o755)
+        # Where scripts may write files (children run as www-data).
+        os.makedirs(os.path.join(self.root, "out"))
+        os.chmod(os.path.join(self.root, "out"), 0o777)
         for rel, content in (files or {}).items():
             self.write(rel, content)
 

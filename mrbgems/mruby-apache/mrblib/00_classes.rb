@@ -14,6 +14,7 @@ class Apache
   class Scoreboard; end
   class Finfo; end
   class Input; end
+  module Async; end
 end
 
 # Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).
