@@ -11,6 +11,12 @@ from httpd import module_httpd
 BODY = r"""
 AddHandler mruby-script .mrb
 LogLevel warn mruby:debug
+mrubyPostConfigCode "Apache.errlogger Apache::APLOG_NOTICE, 'post-config on ' + Apache::Server.new.hostname + ' in ' + Apache.phase"
+mrubyChildInitCode "Apache.log Apache::APLOG_NOTICE, 'child-init ' + Apache.get_tid.to_s"
+<Location /phase>
+    mrubyFixupsCode "Apache::Request.new.notes['fixups'] = Apache.phase"
+    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs r.notes['fixups'] + ',' + Apache.phase"
+</Location>
 """
 
 FILES = {
@@ -80,6 +86,16 @@ def test_errlogger_logs_with_script_file_and_line(server):
     assert "%s:2: bin\\\\x00ary\\nnext" % script in err
     dbg = server.wait_log(r"MRB00400: .*:3: 42")[-1]
     assert "[mruby:debug]" in dbg
+
+
+def test_logging_in_server_phases(server):
+    line = server.wait_log(r"MRB00400: .*post-config on 127.0.0.1 in PostConfig")[-1]
+    assert "[mruby:notice]" in line and "[client" not in line
+    assert server.wait_log(r"MRB00400: .*child-init \d+")
+
+
+def test_phase_names(server):
+    assert server.get("/phase").body == b"Fixups,Handler"
 
 
 def test_syslogger_accepts_priorities(server):

@@ -22,6 +22,15 @@ AddHandler mruby-script .mrb
 <Location /proxied>
     ProxyPass http://127.0.0.1:{backend}/echo
 </Location>
+<Location /checked>
+    mrubyAccessCheckerCode "r = Apache::Request.new; b = r.body.to_s; r.notes['len'] = b.size.to_s; Apache.return(b.include?('forbidden') ? Apache::HTTP_FORBIDDEN : Apache::OK)"
+    ProxyPass http://127.0.0.1:{backend}/echo
+</Location>
+<Location /peeked>
+    mrubyFixupsCode "Apache::Request.new.input.read(7)"
+    ProxyPass http://127.0.0.1:{backend}/echo
+</Location>
+mrubyTranslateNameCode "r = Apache::Request.new; if r.uri == '/rp'; r.reverse_proxy('http://127.0.0.1:{backend}/echo'); Apache.return Apache::OK; end"
 <Location /small>
     mrubyRequestBodyLimit 10
 </Location>
@@ -196,6 +205,31 @@ def test_proxy_after_partial_read(server, backend):
     r = post_chunked(server, "/partial_then_proxy.mrb", data)
     assert r.status == 200, server.error_log()[-3000:]
     assert r.body == data
+
+
+def test_body_read_in_access_checker_then_proxied(server, backend):
+    # mod_mruby issue #71: the body read by an access phase script must
+    # still reach the backend, whole
+    data = os.urandom(5 * 1024 * 1024)
+    r = post_chunked(server, "/checked", data)
+    assert r.status == 200, server.error_log()[-3000:]
+    assert r.headers["X-Backend-Length"] == str(len(data))
+    assert hashlib.sha256(r.body).hexdigest() == hashlib.sha256(data).hexdigest()
+    r = server.request("POST", "/checked", body=b"this is forbidden")
+    assert r.status == 403
+
+
+def test_body_partly_read_in_fixups_then_proxied(server, backend):
+    data = b"partial-" + b"z" * 70000
+    r = server.request("POST", "/peeked", body=data)
+    assert (r.status, r.body) == (200, data)
+    assert r.headers["X-Backend-CL"] == str(len(data))
+
+
+def test_reverse_proxy_in_translate_name(server, backend):
+    data = b"through reverse_proxy"
+    r = server.request("POST", "/rp", body=data)
+    assert (r.status, r.body) == (200, data), server.error_log()[-3000:]
 
 
 def test_ruby_after_ruby_across_internal_redirect(server):

@@ -37,6 +37,10 @@ BODY = r"""
 <Location /rack_bad>
     mrubyHandler {root}/scripts/bad.rb
 </Location>
+<Location /rack_2phase>
+    mrubyAccessCheckerCode 'run(Proc.new { |env| env["HTTP_AUTH_TOKEN"] == "good" ? [Apache::DECLINED, {"x-client-ip" => env["REMOTE_ADDR"], "x-phase" => Apache.phase}, []] : [403, {}, ["ignored"]] })'
+    mrubyHandlerCode 'run Proc.new { |env| [200, [], ["OK"]] }'
+</Location>
 <Location /rack_errors>
     mrubyHandler {root}/scripts/errors.rb
 </Location>
@@ -202,6 +206,14 @@ def test_invalid_responses_are_500_and_logged(server):
         assert b"Injected" not in r.body and "Injected" not in r.headers
         server.wait_log(r"MRB00030: .*%s" % message)
     assert server.get("/rack_bad?fine").body == b"fine"
+
+
+def test_rack_in_an_access_phase(server):
+    r = server.get("/rack_2phase", headers={"Auth-Token": "good"})
+    assert (r.status, r.body) == (200, b"OK")
+    assert (r.headers["x-client-ip"], r.headers["x-phase"]) == ("127.0.0.1", "AccessChecker")
+    r = server.get("/rack_2phase", headers={"Auth-Token": "bad"})
+    assert r.status == 403 and b"ignored" not in r.body
 
 
 def test_rack_errors_goes_to_the_error_log(server):
