@@ -30,7 +30,8 @@ AddHandler mruby-script .mrb
     mrubyFixupsCode "Apache::Request.new.input.read(7)"
     ProxyPass http://127.0.0.1:{backend}/echo
 </Location>
-mrubyTranslateNameCode "r = Apache::Request.new; if r.uri == '/rp'; r.reverse_proxy('http://127.0.0.1:{backend}/echo'); Apache.return Apache::OK; end"
+mrubyTranslateNameCode "r = Apache::Request.new; r.reverse_proxy('http://127.0.0.1:{backend}/echo') if r.uri == '/rp'"
+
 <Location /small>
     mrubyRequestBodyLimit 10
 </Location>

@@ -7,7 +7,11 @@ class Apache
       self.handler = "proxy-server"
       self.proxyreq = Apache::PROXYREQ_REVERSE
       self.filename = "proxy:" + url
+      # The URI is mapped: in TranslateName, httpd must not map it again
+      # (scripts written for mod_mruby end here without Apache.return).
+      Apache.return Apache::OK
     end
+
 
     # The query string as Apache::Params (name => value).
     def query_params
