@@ -26,6 +26,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_apache_init,
     mm_table_init,
     mm_request_init,
+    mm_cache_init,
 };
 
 void mm_binding_init(mrb_state *mrb)

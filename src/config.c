@@ -1,5 +1,5 @@
-/* config.c: per-section configuration: create, merge, and the directives,
- * all generated from the phase table (phase.h).
+/* config.c: per-section and per-server configuration: create, merge, and
+ * the directives, the phase ones generated from the phase table (phase.h).
  *
  * For every phase there are eight directives: mruby<Stem><Order> FILE
  * [cache] and mruby<Stem><Order>Code "ruby", with <Order> First, Middle,
@@ -16,6 +16,7 @@
 #include "httpd.h"
 #include "http_config.h"
 
+#include "cache.h"
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
@@ -41,6 +42,20 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     for (i = 0; i < MM_PHASE_COUNT; i++) {
         conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
     }
+    return conf;
+}
+
+void *mm_config_create_server(apr_pool_t *p, server_rec *s)
+{
+    return apr_pcalloc(p, sizeof(mm_server_conf_t));
+}
+
+void *mm_config_merge_server(apr_pool_t *p, void *basev, void *addv)
+{
+    const mm_server_conf_t *base = basev, *add = addv;
+    mm_server_conf_t *conf = apr_palloc(p, sizeof *conf);
+
+    conf->caches = add->caches ? add->caches : base->caches;
     return conf;
 }
 
@@ -150,6 +165,8 @@ static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
 /* clang-format off */
 const command_rec mm_directives[] = {
     MM_PHASES(MM_PHASE_CMDS)
+    AP_INIT_TAKE_ARGV("mrubyCache", mm_cache_cmd, NULL, RSRC_CONF,
+                      "[name] provider[:arguments] [max-value=bytes]: a shared cache for Apache::Cache"),
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
                  "accepted for compatibility with older configurations; has no effect"),
     {NULL},
