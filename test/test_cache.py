@@ -5,12 +5,15 @@ threads; two httpd instances sharing one server; a server that is down."""
 
 import concurrent.futures
 import os
+import re
 import time
 
 import pytest
 
 from cache_servers import backend_fixture
 from httpd import MPMS, Httpd, free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROVIDER_MODULES = ("socache_shmcb", "socache_memcache", "socache_redis")
 
@@ -118,6 +121,16 @@ Apache.rputs caches.map { |c| [c["short"], c["long"], c["forever"]].map { |v| v 
 '''
 
 
+def doc_example(name):
+    """The Ruby example of docs/ruby-api.md whose first line is `# NAME:`,
+    so the documentation is tested as it is written."""
+    with open(os.path.join(ROOT, "docs", "ruby-api.md")) as f:
+        blocks = re.findall(r"```ruby\n(.*?)```", f.read(), re.S)
+    found = [b for b in blocks if b.startswith("# %s:" % name)]
+    assert len(found) == 1, name
+    return found[0]
+
+
 def cache_body(mc, rd, down_port, extra=""):
     return r"""
 mrubyCache shmcb:{root}/run/cache(1048576)
@@ -156,6 +169,17 @@ mrubyPostConfigCode "begin; Apache::Cache['x']; rescue Apache::Cache::Error => e
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'still answering'"
 </Location>
+# The examples of docs/ruby-api.md
+<Location /api/>
+    mrubyAccessChecker {root}/scripts/rate_limit.rb cache
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'api answer'"
+</Location>
+mrubyCache pages shmcb:pages.cache(16777216) max-value=100000
+<Location /report>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/page_cache.rb cache
+</Location>
 <VirtualHost 127.0.0.1:{port}>
     ServerName vhost.example
     <Location /vhost>
@@ -173,6 +197,8 @@ def new_cache_httpd(name, mpm, mc, rd, extra="", **kw):
     srv.write("scripts/api.rb", API_RB)
     srv.write("scripts/default_api.rb", DEFAULT_API_RB)
     srv.write("scripts/ttl.rb", TTL_RB)
+    srv.write("scripts/rate_limit.rb", doc_example("rate_limit.rb"))
+    srv.write("scripts/page_cache.rb", doc_example("page_cache.rb"))
     return srv
 
 
@@ -248,9 +274,9 @@ def test_value_larger_than_max_value_or_a_shmcb_subcache(server):
     assert server.get("/ok").text == "still answering"
 
 
-def run_concurrently(server, path, requests, clients):
+def run_concurrently(server, path, requests, clients, headers=None):
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(lambda _: server.get(path, timeout=120), range(requests)))
+        return list(pool.map(lambda _: server.get(path, headers=headers, timeout=120), range(requests)))
 
 
 @pytest.mark.parametrize("cache", CACHES)
@@ -290,6 +316,30 @@ def test_provider_down_raises_and_the_server_keeps_answering(server):
     server.wait_log(r"MRB00030: Handler script .* raised Apache::Cache::Error .*cache 'mcdown': set failed")
     assert server.get("/ok").text == "still answering"
     assert server.get("/c/get?key=children").status == 200
+
+
+def test_rate_limiter_example(server):
+    if time.time() % 60 > 50:  # keep the requests within one minute
+        time.sleep(61 - time.time() % 60)
+    key = {"X-Api-Key": "client-%s-%d" % (server.mpm, time.time())}
+    responses = run_concurrently(server, "/api/x", 100, 10, key)
+    assert [r.status for r in responses] == [200] * 100
+    assert sorted(int(r.headers["X-RateLimit-Remaining"]) for r in responses) == list(range(100))
+    r = server.get("/api/x", headers=key)
+    assert r.status == 429 and 0 < int(r.headers["Retry-After"]) <= 60
+    r = server.get("/api/x", headers={"X-Api-Key": "someone-else-%d" % time.time()})
+    assert (r.status, r.text, r.headers["X-RateLimit-Remaining"]) == (200, "api answer", "99")
+
+
+def test_page_cache_example(server):
+    query = "q=%s-%d" % (server.mpm, time.time())
+    first = server.get("/report?" + query)
+    assert (first.status, first.headers["X-Cache"]) == (200, "MISS")
+    assert first.text.startswith("<html><body><table><tr><td>1</td><td>1</td></tr>")
+    for _ in range(5):
+        again = server.get("/report?" + query)
+        assert (again.status, again.headers["X-Cache"], again.body) == (200, "HIT", first.body)
+    assert server.get("/report?other-" + query).headers["X-Cache"] == "MISS"
 
 
 # ----------------------------------------------------- several servers
