@@ -121,6 +121,10 @@ Apache.rputs caches.map { |c| [c["short"], c["long"], c["forever"]].map { |v| v 
 '''
 
 
+# Where the scripts above answer.
+SCRIPT_FILES = {"/c": "ops.rb", "/all": "all.rb", "/default_api": "default_api.rb", "/ttl": "ttl.rb"}
+
+
 def doc_example(name):
     """The Ruby example of docs/ruby-api.md whose first line is `# NAME:`,
     so the documentation is tested as it is written."""
@@ -131,7 +135,13 @@ def doc_example(name):
     return found[0]
 
 
-def cache_body(mc, rd, down_port, extra=""):
+def script_locations():
+    return "".join("<Location %s>\n    SetHandler mruby-native-script\n"
+                   "    mrubyHandler {root}/scripts/%s\n</Location>\n" % (uri, script)
+                   for uri, script in SCRIPT_FILES.items())
+
+
+def cache_body(mc, rd, down_port):
     return r"""
 mrubyCache shmcb:{root}/run/cache(1048576)
 mrubyCache mc %s
@@ -141,23 +151,7 @@ mrubyCache rddown redis:127.0.0.1:%d
 mrubyCache tiny shmcb max-value=100
 mrubyChildInitCode "Apache::Cache.incr('children')"
 mrubyPostConfigCode "begin; Apache::Cache['x']; rescue Apache::Cache::Error => e; File.open('{root}/out/post_config.txt', 'w') { |f| f.write e.message }; end"
-<Location /c>
-    SetHandler mruby-native-script
-    mrubyHandler {root}/scripts/ops.rb
-</Location>
-<Location /api>
-    SetHandler mruby-native-script
-    mrubyHandler {root}/scripts/api.rb
-</Location>
-<Location /default_api>
-    SetHandler mruby-native-script
-    mrubyHandler {root}/scripts/default_api.rb
-</Location>
-<Location /ttl>
-    SetHandler mruby-native-script
-    mrubyHandler {root}/scripts/ttl.rb
-</Location>
-<Location /raise>
+%s<Location /raise>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache::Cache.named('mcdown')['k'] = 'v'"
 </Location>
@@ -187,16 +181,14 @@ mrubyCache pages shmcb:pages.cache(16777216) max-value=100000
         mrubyHandlerCode "Apache.rputs Apache::Cache.named('mc')['shared'].to_s"
     </Location>
 </VirtualHost>
-%s
-""" % (mc.spec, rd.spec, down_port, down_port, extra)
+""" % (mc.spec, rd.spec, down_port, down_port, script_locations())
 
 
-def new_cache_httpd(name, mpm, mc, rd, extra="", **kw):
-    srv = Httpd(name, mpm, cache_body(mc, rd, free_port(), extra), modules=PROVIDER_MODULES, **kw)
-    srv.write("scripts/ops.rb", OPS_RB)
-    srv.write("scripts/api.rb", API_RB)
-    srv.write("scripts/default_api.rb", DEFAULT_API_RB)
-    srv.write("scripts/ttl.rb", TTL_RB)
+def new_cache_httpd(name, mpm, mc, rd):
+    srv = Httpd(name, mpm, cache_body(mc, rd, free_port()), modules=PROVIDER_MODULES)
+    for script, text in (("ops.rb", OPS_RB), ("all.rb", API_RB), ("default_api.rb", DEFAULT_API_RB),
+                         ("ttl.rb", TTL_RB)):
+        srv.write("scripts/" + script, text)
     srv.write("scripts/rate_limit.rb", doc_example("rate_limit.rb"))
     srv.write("scripts/page_cache.rb", doc_example("page_cache.rb"))
     return srv
@@ -228,7 +220,7 @@ def test_set_get_delete(server, cache):
 
 @pytest.mark.parametrize("cache", CACHES)
 def test_the_whole_api(server, cache):
-    r = server.get("/api?" + cache)
+    r = server.get("/all?" + cache)
     assert r.status == 200, server.error_log()[-2000:]
     assert "FAIL" not in r.text, r.text
     assert len(r.text.split()) == 28
