@@ -105,21 +105,15 @@ static const char *parse_option(cmd_parms *cmd, mm_cache_t *c, const char *arg)
     return NULL;
 }
 
-const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv[])
+/* Reads [NAME] PROVIDER[:ARGS] [OPTION...] into c. */
+static const char *parse_words(cmd_parms *cmd, mm_cache_t *c, int argc, char *const argv[])
 {
-    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    mm_server_conf_t *sc = ap_get_module_config(cmd->server->module_config, &mruby_module);
-    mm_cache_t *c;
-    const char *sep, *provider_name, *args;
+    const char *err;
     int i = 0;
 
-    if (err) {
-        return err;
-    }
     if (argc < 1) {
         return "mrubyCache: expected [NAME] PROVIDER[:ARGS] [max-value=BYTES]";
     }
-    c = apr_pcalloc(cmd->pool, sizeof *c);
     c->name = MM_CACHE_DEFAULT_NAME;
     c->max_value = MM_CACHE_VALUE_DEFAULT;
     /* Two words before any option: the first is the name. */
@@ -137,6 +131,39 @@ const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv
             return err;
         }
     }
+    c->cname = apr_pstrcat(cmd->pool, "mruby-", c->name, NULL);
+    return NULL;
+}
+
+/* Finds the provider (its module must be loaded already) and has it
+ * create the instance, in pconf. */
+static const char *create_instance(cmd_parms *cmd, mm_cache_t *c)
+{
+    const char *sep = ap_strchr_c(c->spec, ':');
+    const char *name = sep ? apr_pstrmemdup(cmd->pool, c->spec, sep - c->spec) : c->spec;
+    const char *err;
+
+    c->provider = ap_lookup_provider(AP_SOCACHE_PROVIDER_GROUP, name, AP_SOCACHE_PROVIDER_VERSION);
+    if (c->provider == NULL) {
+        return apr_psprintf(cmd->pool,
+                            "mrubyCache: no socache provider '%s': load its module before this line "
+                            "(LoadModule socache_%s_module .../mod_socache_%s.so)",
+                            name, name, name);
+    }
+    err = c->provider->create(&c->instance, sep ? sep + 1 : NULL, cmd->temp_pool, cmd->pool);
+    return err ? apr_psprintf(cmd->pool, "mrubyCache %s: %s", c->spec, err) : NULL;
+}
+
+const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv[])
+{
+    mm_server_conf_t *sc = ap_get_module_config(cmd->server->module_config, &mruby_module);
+    mm_cache_t *c = apr_pcalloc(cmd->pool, sizeof *c);
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    int i;
+
+    if (err || (err = parse_words(cmd, c, argc, argv)) != NULL) {
+        return err;
+    }
     if (sc->caches == NULL) {
         sc->caches = apr_array_make(cmd->pool, 2, sizeof(mm_cache_t *));
     }
@@ -145,22 +172,9 @@ const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv
             return apr_psprintf(cmd->pool, "mrubyCache: the cache '%s' is already configured", c->name);
         }
     }
-
-    sep = ap_strchr_c(c->spec, ':');
-    provider_name = sep ? apr_pstrmemdup(cmd->pool, c->spec, sep - c->spec) : c->spec;
-    args = sep ? sep + 1 : NULL;
-    c->provider = ap_lookup_provider(AP_SOCACHE_PROVIDER_GROUP, provider_name, AP_SOCACHE_PROVIDER_VERSION);
-    if (c->provider == NULL) {
-        return apr_psprintf(cmd->pool,
-                            "mrubyCache: no socache provider '%s': load its module before this line "
-                            "(LoadModule socache_%s_module .../mod_socache_%s.so)",
-                            provider_name, provider_name, provider_name);
+    if ((err = create_instance(cmd, c)) != NULL) {
+        return err;
     }
-    err = c->provider->create(&c->instance, args, cmd->temp_pool, cmd->pool);
-    if (err) {
-        return apr_psprintf(cmd->pool, "mrubyCache %s: %s", c->spec, err);
-    }
-    c->cname = apr_pstrcat(cmd->pool, "mruby-", c->name, NULL);
     APR_ARRAY_PUSH(sc->caches, mm_cache_t *) = c;
     return NULL;
 }
