@@ -173,7 +173,7 @@ static mrb_value cache_get(mrb_state *mrb, mrb_value self)
 static mrb_value cache_set(mrb_state *mrb, mrb_value self)
 {
     mrb_value key, value, ttl;
-    apr_size_t klen;
+    apr_size_t klen, max = mm_cache_max_value(cache_of(mrb, self));
     const char *k;
     apr_interval_time_t life;
     mm_op_t op;
@@ -185,9 +185,9 @@ static mrb_value cache_set(mrb_state *mrb, mrb_value self)
         mrb_raisef(mrb, E_TYPE_ERROR, "a cache value must be a String, not %s",
                    mrb_obj_classname(mrb, value));
     }
-    if ((apr_size_t)RSTRING_LEN(value) > mm_cache_max_value(cache_of(mrb, self))) {
+    if ((apr_size_t)RSTRING_LEN(value) > max) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "a value of %d bytes is larger than the cache's max-value (%d)",
-                   (int)RSTRING_LEN(value), (int)mm_cache_max_value(cache_of(mrb, self)));
+                   (int)RSTRING_LEN(value), (int)max);
     }
     op_begin(mrb, self, "set", &op);
     op_end(mrb, &op,
