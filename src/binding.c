@@ -23,10 +23,7 @@ extern const uint8_t mm_mrblib_irep[];
 /* Apache first: every other class is nested in it; the tables before
  * Apache::Request, whose readers return them. */
 static void (*const class_inits[])(mrb_state *) = {
-    mm_apache_init,
-    mm_table_init,
-    mm_request_init,
-    mm_cache_init,
+    mm_apache_init, mm_table_init, mm_request_init, mm_async_init, mm_cache_init,
 };
 
 void mm_binding_init(mrb_state *mrb)

@@ -107,8 +107,9 @@ static apr_interval_time_t ttl_of(mrb_state *mrb, mrb_value ttl)
     return (apr_interval_time_t)(sec * APR_USEC_PER_SEC);
 }
 
-/* Every operation runs with a scratch pool of the VM's pool (the thread's
- * own allocator), destroyed before the method returns or raises. */
+/* Every operation runs with a scratch pool of the VM's pool (its own
+ * allocator, used by the one thread that runs the VM at a time), destroyed
+ * before the method returns or raises. */
 typedef struct {
     mm_cache_t *c;
     server_rec *s;
