@@ -262,8 +262,9 @@ static mrb_value cache_synchronize(mrb_state *mrb, mrb_value self)
     }
     /* Whatever ends the block (a value, an exception, break), the lock is
      * released before it goes on. A Fiber cannot switch inside the block:
-     * mruby refuses to yield across this C call, so a suspended fiber never
-     * holds the lock. */
+     * mruby refuses to yield across this C call (Apache::Async.sleep blocks
+     * instead), so a suspended request never holds the lock, and the thread
+     * that took it is the one that releases it. */
     result = mrb_protect_error(mrb, sync_body, &block, &raised);
     mm_cache_unlock(c);
     if (raised) {

@@ -334,6 +334,28 @@ def test_page_cache_example(server):
     assert server.get("/report?other-" + query).headers["X-Cache"] == "MISS"
 
 
+def test_requests_that_sleep_count_exactly_and_never_sleep_holding_the_lock(make_httpd):
+    srv = make_httpd("cache-async", "event", r"""
+mrubyCache shmcb
+<Location /sleepy>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Cache.incr('before'); Apache::Async.sleep 30; Apache.rputs Apache::Cache.incr('after').to_s"
+</Location>
+<Location /sleep_in_sync>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Cache.synchronize('k') { Apache::Async.sleep 30; Apache.rputs Apache::Cache.incr('in_sync').to_s }"
+</Location>
+""", modules=PROVIDER_MODULES, mpm_conf=dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4,
+                                          MinSpareThreads=1, MaxSpareThreads=4, MaxRequestWorkers=4))
+    srv.start()
+    # 40 requests on 4 threads: they are suspended and resumed on any thread.
+    responses = run_concurrently(srv, "/sleepy", 40, 20)
+    assert [r.status for r in responses] == [200] * 40
+    assert sorted(int(r.text) for r in responses) == list(range(1, 41))
+    responses = run_concurrently(srv, "/sleep_in_sync", 12, 6)
+    assert sorted(int(r.text) for r in responses) == list(range(1, 13))
+
+
 # ----------------------------------------------------- several servers
 
 
