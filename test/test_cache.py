@@ -184,8 +184,10 @@ mrubyCache pages shmcb:pages.cache(16777216) max-value=100000
 """ % (mc.spec, rd.spec, down_port, down_port, script_locations())
 
 
-def new_cache_httpd(name, mpm, mc, rd):
-    srv = Httpd(name, mpm, cache_body(mc, rd, free_port()), modules=PROVIDER_MODULES)
+def new_cache_httpd(name, mpm, mc, rd, make=Httpd):
+    """A server with the caches and scripts above; make is Httpd or the
+    make_httpd fixture (which stops it at the end of the test)."""
+    srv = make(name, mpm, cache_body(mc, rd, free_port()), modules=PROVIDER_MODULES)
     for script, text in (("ops.rb", OPS_RB), ("all.rb", API_RB), ("default_api.rb", DEFAULT_API_RB),
                          ("ttl.rb", TTL_RB)):
         srv.write("scripts/" + script, text)
@@ -465,7 +467,7 @@ mrubyCache shmcb
 
 
 def test_graceful_restarts_keep_working_and_do_not_leak(make_httpd, memcached, redis):
-    srv = new_cache_httpd("cache-restart", "event", memcached, redis).start()
+    srv = new_cache_httpd("cache-restart", "event", memcached, redis, make=make_httpd).start()
     srv.get("/c/set?cache=mc&key=persist&value=kept")
     srv.get("/c/set?key=local&value=lost")
     run_dir = sorted(os.listdir(srv.path("run")))
