@@ -30,7 +30,7 @@ extern const uint8_t mm_mrblib_irep[];
  * Apache::Request, whose readers return them. */
 static void (*const class_inits[])(mrb_state *) = {
     mm_apache_init,     mm_table_init,  mm_request_init,    mm_async_init, mm_input_init,  mm_params_init,
-    mm_connection_init, mm_server_init, mm_scoreboard_init, mm_finfo_init, mm_regexp_init,
+    mm_connection_init, mm_server_init, mm_scoreboard_init, mm_finfo_init, mm_regexp_init, mm_cache_init,
 };
 
 void mm_binding_init(mrb_state *mrb)

@@ -17,6 +17,9 @@ class Apache
   module Async; end
   class Timeout < Exception; end
 
+  class Cache
+    class Error < StandardError; end
+  end
 end
 
 # Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).
