@@ -23,6 +23,17 @@ MODULE = os.environ.get(
 )
 MPMS = ("prefork", "worker", "event")
 
+# A module built with sanitizers (script/check-asan) runs in the system's
+# uninstrumented httpd with the sanitizer runtimes preloaded: this names
+# them (LD_PRELOAD syntax). Their reports go to files under logs/sanitizer/
+# of each server, which check_log reads.
+PRELOAD = os.environ.get("MM_HTTPD_PRELOAD", "")
+SANITIZER_OPTIONS = {
+    # httpd's pools live until exit by design: leak reports would be noise
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:print_stacktrace=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:abort_on_error=1:print_stacktrace=1",
+}
+
 # Lines that mean a child died or memory was corrupted.
 CRASH_PATTERNS = (
     "Segmentation fault",
@@ -130,6 +141,11 @@ class Httpd:
         for sub in ("htdocs", "scripts", "run", "logs"):
             os.makedirs(os.path.join(self.root, sub))
             os.chmod(os.path.join(self.root, sub), 0o755)
+        # Written by children running as www-data.
+        self.sanitizer_dir = os.path.join(self.root, "logs", "sanitizer")
+        os.makedirs(self.sanitizer_dir)
+        os.chmod(self.sanitizer_dir, 0o777)
+        self.env = {}  # more environment for httpd (e.g. MALLOC_ARENA_MAX)
         # Where scripts may write files (children run as www-data).
         os.makedirs(os.path.join(self.root, "out"))
         os.chmod(os.path.join(self.root, "out"), 0o777)
@@ -210,10 +226,22 @@ class Httpd:
         os.chmod(self.conf_path, 0o644)
 
     # ----------------------------------------------------------- control
+    def httpd_env(self):
+        """httpd's environment: ours, plus the sanitizer runtimes when the
+        module needs them."""
+        env = dict(os.environ)
+        env.update(self.env)
+        if PRELOAD:
+            env["LD_PRELOAD"] = PRELOAD
+            for name, opts in SANITIZER_OPTIONS.items():
+                env[name] = "%s:%s:log_path=%s/report" % (opts, env.get(name, ""), self.sanitizer_dir)
+        return env
+
     def configtest(self, body=None):
         """apache2 -t on the configuration; returns (exit code, output)."""
         self.write_config(body)
         p = subprocess.run([HTTPD, "-f", self.conf_path, "-t"], capture_output=True, text=True,
+                           env=self.httpd_env(),
                            timeout=60, start_new_session=True)
         return p.returncode, p.stdout + p.stderr
 
@@ -221,7 +249,7 @@ class Httpd:
         self.write_config()
         self.out = open(self.path("logs/stdout.log"), "w")
         self.proc = subprocess.Popen([HTTPD, "-f", self.conf_path, "-DFOREGROUND"],
-                                     stdout=self.out, stderr=subprocess.STDOUT,
+                                     stdout=self.out, stderr=subprocess.STDOUT, env=self.httpd_env(),
                                      start_new_session=True)
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -287,9 +315,22 @@ class Httpd:
         if check:
             self.check_log()
 
+    @staticmethod
+    def is_crash_line(line):
+        return any(p in line for p in CRASH_PATTERNS)
+
+    def sanitizer_reports(self):
+        """The sanitizers' report files (one per process that found something)."""
+        out = []
+        for name in sorted(os.listdir(self.sanitizer_dir)):
+            with open(os.path.join(self.sanitizer_dir, name), errors="replace") as f:
+                out.append("%s:\n%s" % (name, f.read()))
+        return out
+
     def check_log(self):
-        log = self.error_log()
-        bad = [line for line in log.splitlines() if any(p in line for p in CRASH_PATTERNS)]
+        log = self.error_log() + "\n" + self._stdout()
+        bad = [line for line in log.splitlines() if self.is_crash_line(line)]
+        bad += self.sanitizer_reports()
         assert not bad, "httpd (%s) crashed:\n%s" % (self.mpm, "\n".join(bad))
 
     def cleanup(self):
