@@ -34,6 +34,26 @@ SANITIZER_OPTIONS = {
     "UBSAN_OPTIONS": "halt_on_error=1:abort_on_error=1:print_stacktrace=1",
 }
 
+
+def sanitizer_env(env, report_dir):
+    """env, plus the sanitizer runtimes (when MM_HTTPD_PRELOAD names them)
+    with their reports going to files in report_dir."""
+    env = dict(env)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+        for name, opts in SANITIZER_OPTIONS.items():
+            env[name] = "%s:%s:log_path=%s/report" % (opts, env.get(name, ""), report_dir)
+    return env
+
+
+def sanitizer_reports(report_dir):
+    """The sanitizers' report files in report_dir, read."""
+    out = []
+    for name in sorted(os.listdir(report_dir)):
+        with open(os.path.join(report_dir, name), errors="replace") as f:
+            out.append("%s:\n%s" % (name, f.read()))
+    return out
+
 # Lines that mean a child died or memory was corrupted.
 CRASH_PATTERNS = (
     "Segmentation fault",
@@ -229,13 +249,7 @@ class Httpd:
     def httpd_env(self):
         """httpd's environment: ours, plus the sanitizer runtimes when the
         module needs them."""
-        env = dict(os.environ)
-        env.update(self.env)
-        if PRELOAD:
-            env["LD_PRELOAD"] = PRELOAD
-            for name, opts in SANITIZER_OPTIONS.items():
-                env[name] = "%s:%s:log_path=%s/report" % (opts, env.get(name, ""), self.sanitizer_dir)
-        return env
+        return sanitizer_env(dict(os.environ, **self.env), self.sanitizer_dir)
 
     def configtest(self, body=None):
         """apache2 -t on the configuration; returns (exit code, output)."""
@@ -319,18 +333,10 @@ class Httpd:
     def is_crash_line(line):
         return any(p in line for p in CRASH_PATTERNS)
 
-    def sanitizer_reports(self):
-        """The sanitizers' report files (one per process that found something)."""
-        out = []
-        for name in sorted(os.listdir(self.sanitizer_dir)):
-            with open(os.path.join(self.sanitizer_dir, name), errors="replace") as f:
-                out.append("%s:\n%s" % (name, f.read()))
-        return out
-
     def check_log(self):
         log = self.error_log() + "\n" + self._stdout()
         bad = [line for line in log.splitlines() if self.is_crash_line(line)]
-        bad += self.sanitizer_reports()
+        bad += sanitizer_reports(self.sanitizer_dir)
         assert not bad, "httpd (%s) crashed:\n%s" % (self.mpm, "\n".join(bad))
 
     def cleanup(self):
