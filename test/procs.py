@@ -4,6 +4,7 @@ and by tools/soak to tell a leak from a steady state."""
 
 import os
 import re
+import resource
 import subprocess
 
 
@@ -67,6 +68,14 @@ def slope(points):
     return sum((x - mx) * (y - my) for x, y in points) / sxx
 
 
+def _more_descriptors():
+    """ab holds one descriptor per client: as many as the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
 def ab(url, requests, concurrency, keepalive=False, timeout=30, time_limit=None):
     """Runs ApacheBench against a loopback url and returns its counts:
     complete, failed, non2xx, rps. Variable lengths are accepted (-l): a
@@ -79,7 +88,7 @@ def ab(url, requests, concurrency, keepalive=False, timeout=30, time_limit=None)
     if keepalive:
         cmd.append("-k")
     cmd.append(url)
-    p = subprocess.run(cmd, capture_output=True, text=True,
+    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_more_descriptors,
                        timeout=(time_limit or 0) + max(60, requests / 500))
     out = p.stdout
 
