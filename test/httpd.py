@@ -272,7 +272,7 @@ class Httpd:
 
     def command(self):
         if VALGRIND:
-            return ["valgrind", "--quiet", "--error-limit=no", "--num-callers=40",
+            return ["valgrind", "--quiet", "--vgdb=no", "--error-limit=no", "--num-callers=40",
                     "--log-file=%s/valgrind.%%p" % self.sanitizer_dir, HTTPD, "-f", self.conf_path, "-X"]
         return [HTTPD, "-f", self.conf_path, "-DFOREGROUND"]
 
