@@ -103,7 +103,7 @@ static void drop_output(request_rec *r)
  * the connection is cut, and the client sees a truncated response. */
 static int result_of_exception(mm_run_t *run)
 {
-    if (run->r == NULL) {
+    if (run->r == NULL || (run->kind->flags & MM_KIND_OWN_RESULT)) {
         return run->kind->error_result;
     }
     drop_output(run->r);
@@ -135,6 +135,9 @@ static int result_of_return(mm_run_t *run)
     int st = run->status;
     int result;
 
+    if (ph->flags & MM_KIND_OWN_RESULT) {
+        return st == MM_STATUS_UNSET ? ph->default_result : st;
+    }
     if (st == MM_STATUS_UNSET) {
         result = ph->default_result;
     } else if (st == HTTP_OK || st == OK) {
