@@ -23,9 +23,7 @@ extern const uint8_t mm_mrblib_irep[];
 /* Apache first: every other class is nested in it; the tables before
  * Apache::Request, whose readers return them. */
 static void (*const class_inits[])(mrb_state *) = {
-    mm_apache_init,
-    mm_table_init,
-    mm_request_init,
+    mm_apache_init, mm_table_init, mm_request_init, mm_filter_init, mm_authn_init, mm_authz_init,
 };
 
 void mm_binding_init(mrb_state *mrb)
@@ -64,6 +62,18 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
                    run->kind->stem);
     }
     return run->r;
+}
+
+void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
+                           const mm_phase_t *b)
+{
+    mm_run_t *run = mm_binding_run(mrb, what);
+
+    if (run->kind != a && run->kind != b) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "%s can only be used in %s, not in a %s script", what, where,
+                   run->kind->stem);
+    }
+    return run->data;
 }
 
 /* Wrapper objects hold no pointer, only (serial << MM_TAG_BITS | tag). */

@@ -17,6 +17,9 @@ void mm_binding_init(mrb_state *mrb);
 void mm_apache_init(mrb_state *mrb);  /* rb_apache.c: Apache */
 void mm_table_init(mrb_state *mrb);   /* rb_table.c: Apache::Headers_in, ... */
 void mm_request_init(mrb_state *mrb); /* rb_request.c: Apache::Request */
+void mm_filter_init(mrb_state *mrb);  /* rb_filter.c: Apache::Filter */
+void mm_authn_init(mrb_state *mrb);   /* rb_authn.c: Apache::AuthnProvider */
+void mm_authz_init(mrb_state *mrb);   /* rb_authz.c: Apache::AuthzProvider */
 
 /* The request's tables, as Ruby sees them (rb_table.c). */
 typedef enum {
@@ -34,6 +37,12 @@ mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind);
  * (a method called at load time or in a server phase). */
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what);
 request_rec *mm_binding_request(mrb_state *mrb, const char *what);
+
+/* The data of the run in progress (mm_run_t.data) when the run is of kind
+ * a or b; raises otherwise: what (a class name) is for where ("filter
+ * scripts") only. */
+void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
+                           const mm_phase_t *b);
 
 /* Request-bound objects (Apache::Request, the tables) carry the serial of
  * the run that made them plus a small tag (which table). Using one after its

@@ -7,7 +7,9 @@
 #include "httpd.h"
 #include "http_config.h"
 
+#include "code.h"
 #include "phase.h"
+#include "slots.h"
 
 /* Per-section configuration (<Location>, <Directory>, <Files>, <If>, the
  * server's own defaults). Lives in pconf; read-only once configuration has
@@ -17,12 +19,18 @@ typedef struct {
     /* scripts[phase] is NULL or points at MM_ORDER_COUNT arrays (any of them
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
+    /* The section's filter and authn scripts (slots.h); NULL: inherited. */
+    const mm_slot_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
 
 extern const command_rec mm_directives[];
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir);
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv);
+
+/* The script a directive names: inline code (code true) or a file, relative
+ * to ServerRoot, compiled now; NULL or an error message for the directive. */
+const char *mm_config_script(cmd_parms *cmd, int code, const char *arg, int cache, const mm_script_t **out);
 
 /* Resets the per-generation configuration state (pre_config). */
 void mm_config_pre_config(apr_pool_t *pconf);

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "phase.h"
+#include "slots.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -21,6 +22,7 @@ static int mm_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     mm_config_pre_config(pconf);
     mm_code_pre_config(pconf);
+    mm_slots_pre_config(pconf);
     return OK;
 }
 
@@ -52,6 +54,7 @@ static void mm_register_hooks(apr_pool_t *p)
     /* Before any ChildInit script: they need the per-thread VMs. */
     ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
+    mm_slots_register_hooks(p);
 }
 
 module AP_MODULE_DECLARE_DATA mruby_module = {

@@ -7,6 +7,9 @@ class Apache
   class Headers_out < Table; end
   class Err_headers_out < Table; end
   class Notes < Table; end
+  class Filter; end
+  class AuthnProvider; end
+  class AuthzProvider; end
 end
 
 # mruby has no LoadError of its own; require raises it.

@@ -1,0 +1,93 @@
+/* filter.h: what the output filters (filter_out.c), the input filters
+ * (filter_in.c) and Apache::Filter (rb_filter.c) share: the record of one
+ * script run over one piece of a body, and the Ruby state a filter keeps
+ * for the length of a request. */
+#ifndef MM_FILTER_H
+#define MM_FILTER_H
+
+#include "apr_buckets.h"
+#include "apr_portable.h"
+#include "httpd.h"
+#include "util_filter.h"
+
+#include <mruby.h>
+
+#include "phase.h"
+#include "slots.h"
+#include "vm.h"
+
+/* The Hash behind Apache::Filter#ctx, made on first use. It is kept from
+ * the GC of the VM that made it (mrb_gc_register) until the filter is done
+ * with its request: at the end of the body, or when the request's pool goes
+ * if that happens in the same thread. A pool destroyed by another thread
+ * (event MPM write completion after an aborted body) leaves it to the VM,
+ * which frees it when it closes. */
+typedef struct {
+    mm_vm_t *vm; /* the VM holding the Hash; NULL when there is none */
+    mrb_value hash;
+    apr_os_thread_t thread; /* the thread that owns vm */
+    int cleanup_registered; /* on the request pool */
+    apr_size_t handed;      /* bytes given to Ruby as Strings since the last full GC */
+} mm_filter_state_t;
+
+/* mruby's GC counts objects, not bytes: a stream filter that reads 64 KB
+ * chunks as Strings makes little garbage by count and much by size. After
+ * this many bytes handed to Ruby, Apache::Filter#flatten runs a full GC
+ * first, so a stream filter's memory stays bounded whatever the body's
+ * size. */
+#define MM_FILTER_GC_BYTES (4 * 1024 * 1024)
+
+/* One run of a filter script: what Apache::Filter sees and changes. Lives
+ * on the C stack of the filter function for the duration of the run. */
+typedef struct {
+    ap_filter_t *f;
+    apr_bucket_brigade *bb;   /* the data the script sees and edits (the
+                                 filter's own brigade, r->pool) */
+    int input;                /* an input filter run */
+    int buffered;             /* bb is the whole body (Filter#body works) */
+    int first;                /* the first run of this filter for the request */
+    int last;                 /* the body ends after bb */
+    int changed;              /* the script changed bb */
+    int ended;                /* the script ended the body (insert_eos) */
+    int error_status;         /* error_create(status), or 0 */
+    mm_filter_state_t *state; /* the filter's Ruby state for the request */
+} mm_filter_run_t;
+
+/* The kinds of run of filter scripts (for the harness and Apache::Filter). */
+extern const mm_phase_t mm_filter_out_kind;
+extern const mm_phase_t mm_filter_in_kind;
+
+/* Runs the script of slot over run->bb. Returns 0 when the data may go
+ * on, or the HTTP status the body fails with: error_create, Apache.return
+ * of an error status, or 500 for an exception (logged by the harness). */
+int mm_filter_run(const mm_phase_t *kind, const mm_slot_t *slot, mm_filter_run_t *run);
+
+/* The Hash of Apache::Filter#ctx, made in mrb's VM if needed. Raises if
+ * the state is held by another thread's VM. */
+mrb_value mm_filter_state_hash(mrb_state *mrb, mm_filter_run_t *run);
+
+/* The filter is done with its request: lets the Hash go. */
+void mm_filter_state_release(mm_filter_state_t *st);
+
+/* How many named filters of each direction a configuration may define:
+ * each gets a filter function of its own (so that mod_filter, which calls
+ * providers with its own filter record, still reaches the right script). */
+#define MM_NAMED_FILTERS_MAX 32
+#define MM_FOR_NAMED_FILTERS(X)                                                                              \
+    X(0)                                                                                                     \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+        X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+
+/* Output filters run after mod_include and mod_substitute (AP_FTYPE_RESOURCE)
+ * and before mod_deflate (AP_FTYPE_CONTENT_SET), whatever order they were
+ * added in. Input filters see the body after mod_deflate inflated it. */
+#define MM_OUTPUT_FILTER_TYPE ((ap_filter_type)(AP_FTYPE_CONTENT_SET - 1))
+#define MM_INPUT_FILTER_TYPE  AP_FTYPE_RESOURCE
+
+/* register_hooks and pre_config of each direction (slots.c calls them). */
+void mm_filter_out_register(apr_pool_t *p);
+void mm_filter_out_pre_config(void);
+void mm_filter_in_register(apr_pool_t *p);
+void mm_filter_in_pre_config(void);
+
+#endif
