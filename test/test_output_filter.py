@@ -1,0 +1,365 @@
+"""Output filters in Ruby: the `mruby` filter of a section and named ones,
+in buffer mode (the whole response, mod_mruby's API) and stream mode (one
+run per chunk, state in Filter#ctx); headers fixed up when the body
+changes; failures before and after the response began; with mod_include
+before and mod_deflate after; reached through SetOutputFilter,
+AddOutputFilterByType and mod_filter's FilterProvider."""
+
+import gzip
+import http.client
+import re
+import socket
+import time
+
+import pytest
+
+from httpd import module_httpd
+
+BODY = r"""
+<Directory {docroot}>
+    Require all granted
+</Directory>
+CustomLog "{root}/logs/filter.log" "%U %{mm_runs}n %{mm_bytes}n"
+
+# Named filters exist for the whole server, before any section uses them.
+mrubyOutputFilterNamed shout {root}/scripts/shout.rb
+mrubyOutputFilterNamedCode brackets "f = Apache::Filter.new; f.body = '[' + f.body + ']'"
+mrubyOutputFilterNamed count {root}/scripts/count.rb stream
+mrubyOutputFilterNamed frame {root}/scripts/frame.rb cache stream
+mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
+
+<Location /upper>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.upcase"
+</Location>
+<Location /peek>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache::Request.new.err_headers_out['X-Seen'] = Apache::Filter.new.length.to_s"
+</Location>
+<Location /compat>
+    SetOutputFilter mruby
+    mrubyOutputFilter {root}/scripts/compat.rb
+</Location>
+<Location /error>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache::Filter.new.error_create Apache::HTTP_SERVICE_UNAVAILABLE"
+</Location>
+<Location /error/doc>
+    ErrorDocument 503 "the filter said no"
+</Location>
+<Location /returned>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache.return Apache::HTTP_FORBIDDEN"
+</Location>
+<Location /raise>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "raise ArgumentError, 'bad filter'"
+</Location>
+<Location /rputs>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache.rputs 'not here'"
+</Location>
+<Location /none>
+    SetOutputFilter mruby
+</Location>
+<Location /named>
+    SetOutputFilter shout;brackets
+</Location>
+<Location /stream>
+    SetOutputFilter count
+</Location>
+<Location /frame>
+    SetOutputFilter frame
+</Location>
+<Location /late>
+    SetOutputFilter late_failure
+</Location>
+<Location /gz>
+    SetOutputFilter mruby;DEFLATE
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.data = f.data.upcase" stream
+</Location>
+<Location /ssi>
+    Options +Includes
+    AddOutputFilter INCLUDES .shtml
+    AddOutputFilterByType mruby text/html
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.upcase + '<!-- filtered once -->'"
+</Location>
+<Location /bytype>
+    AddOutputFilterByType mruby text/html
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = '<!-- html only -->' + f.body"
+</Location>
+<Location /provider>
+    FilterDeclare rubyhtml
+    FilterProvider rubyhtml shout "%{CONTENT_TYPE} =~ m#^text/html#"
+    FilterChain rubyhtml
+</Location>
+<Location /handler-fail>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'handler output ' * 2000"
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "raise 'filter of a Ruby handler failed'"
+</Location>
+<Location /handler-late>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "30.times { Apache.rputs 'x' * 10000 }; Apache.rputs 'end'"
+    SetOutputFilter late_failure
+</Location>
+<Location /handler>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "n = (Apache::Request.new.args || '3').to_i; n.times { |i| Apache.rputs 'line ' + i.to_s + 10.chr }"
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.gsub('line', 'LINE')"
+</Location>
+"""
+
+FILES = {
+    "scripts/shout.rb": "f = Apache::Filter.new\nf.body = f.body.upcase\n",
+    # mod_mruby's own example, unchanged.
+    "scripts/compat.rb": (
+        "f = Apache::Filter.new\n"
+        "data = f.flatten\n"
+        "f.cleanup\n"
+        "f.puts 'puts-'\n"
+        "f.insert_tail data.upcase\n"
+        "f.insert_tail '-tail'\n"
+        "f.insert_head 'head-'\n"
+        "f.insert_eos\n"
+    ),
+    # Stream mode, body untouched; the totals go to the access log.
+    "scripts/count.rb": (
+        "f = Apache::Filter.new\n"
+        "c = f.ctx\n"
+        "c[:runs] = (c[:runs] || 0) + 1\n"
+        "c[:bytes] = (c[:bytes] || 0) + f.data.bytesize\n"
+        "if f.eos?\n"
+        "  n = Apache::Request.new.notes\n"
+        "  n['mm_runs'] = c[:runs].to_s\n"
+        "  n['mm_bytes'] = c[:bytes].to_s\n"
+        "end\n"
+    ),
+    # Stream mode, binary framing: a head once, a tail with the run count.
+    "scripts/frame.rb": (
+        "f = Apache::Filter.new\n"
+        "f.ctx[:runs] = (f.ctx[:runs] || 0) + 1\n"
+        "f.insert_head \"\\x00\\xff<\" if f.first?\n"
+        "f.insert_tail \">\\x00#{f.ctx[:runs]}\" if f.eos?\n"
+    ),
+    "scripts/late_failure.rb": (
+        "f = Apache::Filter.new\n"
+        "raise 'second chunk refused' unless f.first?\n"
+    ),
+    "htdocs/upper/a.txt": "hello filter\n",
+    "htdocs/peek/a.txt": "twelve bytes",
+    "htdocs/compat/a.txt": "hello\n",
+    "htdocs/error/a.txt": "never shown\n",
+    "htdocs/error/doc/a.txt": "never shown\n",
+    "htdocs/returned/a.txt": "never shown\n",
+    "htdocs/raise/a.txt": "never shown\n",
+    "htdocs/rputs/a.txt": "never shown\n",
+    "htdocs/none/a.txt": "as it is\n",
+    "htdocs/named/a.txt": "named\n",
+    "htdocs/stream/small.txt": "0123456789",
+    "htdocs/stream/big.bin": bytes(range(256)) * 1000,
+    "htdocs/frame/bin.dat": bytes(range(256)) * 1024,
+    "htdocs/late/big.txt": "z" * 300000,
+    "htdocs/gz/a.txt": "compress me " * 5000,
+    "htdocs/ssi/page.shtml": '<p>top</p><!--#include virtual="/ssi/part.html" --><p>bottom</p>',
+    "htdocs/ssi/part.html": "<b>included</b>",
+    "htdocs/bytype/a.html": "<p>page</p>",
+    "htdocs/bytype/a.txt": "text",
+    "htdocs/provider/a.html": "<p>page</p>",
+    "htdocs/provider/a.txt": "text",
+}
+
+MODULES = ("deflate", "include", "filter", "headers")
+
+srv = module_httpd("outfilter", BODY, files=FILES, modules=MODULES)
+
+
+def access_line(srv, uri, count=1):
+    """The last of the first `count` access log lines for uri: httpd
+    writes them after the response, so they may come a moment later."""
+    deadline = time.time() + 10
+    while True:
+        with open(srv.path("logs/filter.log")) as f:
+            lines = [line.split() for line in f if line.startswith(uri + " ")]
+        if len(lines) >= count or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(lines) >= count, "no access log line %d for %s" % (count, uri)
+    return lines[count - 1]
+
+
+def test_buffer_mode_rewrites_the_body_and_fixes_the_headers(srv):
+    for _ in range(2):
+        r = srv.get("/upper/a.txt")
+        assert r.status == 200
+        assert r.body == b"HELLO FILTER\n"
+        assert r.headers["Content-Length"] == "13"
+        assert r.headers.get("ETag") is None
+
+
+def test_a_filter_that_only_reads_keeps_length_and_etag(srv):
+    r = srv.get("/peek/a.txt")
+    assert r.status == 200
+    assert r.body == b"twelve bytes"
+    assert r.headers["X-Seen"] == "12"
+    assert r.headers["Content-Length"] == "12"
+    assert r.headers.get("ETag")
+
+
+def test_mod_mruby_head_tail_example_runs_unchanged(srv):
+    r = srv.get("/compat/a.txt")
+    assert r.status == 200
+    assert r.body == b"head-puts-HELLO\n-tail"
+    assert r.headers["Content-Length"] == str(len(r.body))
+
+
+def test_error_create_answers_with_httpds_error_page(srv):
+    r = srv.get("/error/a.txt")
+    assert r.status == 503
+    assert b"never shown" not in r.body
+    assert b"Service Unavailable" in r.body
+
+
+def test_error_create_honours_error_document(srv):
+    r = srv.get("/error/doc/a.txt")
+    assert r.status == 503
+    assert r.body == b"the filter said no"
+
+
+def test_apache_return_of_an_error_status_fails_the_response(srv):
+    r = srv.get("/returned/a.txt")
+    assert r.status == 403
+    assert b"never shown" not in r.body
+
+
+def test_exception_before_anything_was_sent_is_a_500_and_logged(srv):
+    r = srv.get("/raise/a.txt")
+    assert r.status == 500
+    assert b"never shown" not in r.body and b"bad filter" not in r.body
+    srv.wait_log(r"MRB00030: OutputFilter script .*httpd\.conf:\d+ raised ArgumentError .*bad filter")
+
+
+def test_rputs_is_refused_in_a_filter(srv):
+    r = srv.get("/rputs/a.txt")
+    assert r.status == 500
+    assert b"not here" not in r.body
+    srv.wait_log(r"MRB00030: OutputFilter .*Apache\.rputs cannot be used in a OutputFilter script")
+
+
+def test_mruby_filter_without_a_script_passes_and_warns(srv):
+    r = srv.get("/none/a.txt")
+    assert r.status == 200
+    assert r.body == b"as it is\n"
+    srv.wait_log(r"MRB00510: .*/none/a\.txt.*no mrubyOutputFilter applies")
+
+
+def test_named_filters_chain_in_order(srv):
+    r = srv.get("/named/a.txt")
+    assert r.status == 200
+    assert r.body == b"[NAMED\n]"
+
+
+def test_stream_mode_small_response_keeps_its_length(srv):
+    r = srv.get("/stream/small.txt")
+    assert r.status == 200
+    assert r.body == b"0123456789"
+    assert r.headers["Content-Length"] == "10"
+    assert access_line(srv, "/stream/small.txt")[1:] == ["1", "10"]
+
+
+def test_stream_mode_sees_each_chunk_once_with_state_per_request(srv):
+    expected = bytes(range(256)) * 1000
+    for i in range(2):  # state must not leak from one request to the next
+        r = srv.get("/stream/big.bin")
+        assert r.status == 200
+        assert r.body == expected
+        assert r.headers.get("Content-Length") is None  # may change: sent chunked
+        runs, nbytes = access_line(srv, "/stream/big.bin", i + 1)[1:]
+        assert nbytes == str(len(expected))
+        assert int(runs) == -(-len(expected) // 65536)  # 64 KB chunks
+
+
+def test_stream_mode_is_binary_safe_and_runs_head_and_tail_once(srv):
+    data = bytes(range(256)) * 1024
+    r = srv.get("/frame/bin.dat")
+    assert r.status == 200
+    runs = -(-len(data) // 65536)
+    assert r.body == b"\x00\xff<" + data + b">\x00" + str(runs).encode()
+
+
+def test_failure_after_the_response_began_cuts_the_connection(srv):
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    conn.request("GET", "/late/big.txt")
+    resp = conn.getresponse()
+    assert resp.status == 200  # the first chunk went out
+    with pytest.raises((http.client.IncompleteRead, ConnectionError, socket.timeout)):
+        resp.read()
+    conn.close()
+    srv.wait_log(r"MRB00030: OutputFilter script .*late_failure\.rb raised RuntimeError .*second chunk refused")
+    srv.wait_log(r"MRB00511: output filter late_failure .* after the response to /late/big.txt began: "
+                 r"connection aborted")
+
+
+def test_stream_filter_in_front_of_mod_deflate(srv):
+    r = srv.get("/gz/a.txt", headers={"Accept-Encoding": "gzip"})
+    assert r.status == 200
+    assert r.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(r.body) == b"COMPRESS ME " * 5000
+    plain = srv.get("/gz/a.txt")
+    assert plain.headers.get("Content-Encoding") is None
+    assert plain.body == b"COMPRESS ME " * 5000
+
+
+def test_behind_mod_include_the_filter_sees_the_whole_page_once(srv):
+    r = srv.get("/ssi/page.shtml")
+    assert r.status == 200
+    assert r.body == b"<P>TOP</P><B>INCLUDED</B><P>BOTTOM</P><!-- filtered once -->"
+
+
+def test_add_output_filter_by_type(srv):
+    html = srv.get("/bytype/a.html")
+    assert html.body == b"<!-- html only --><p>page</p>"
+    text = srv.get("/bytype/a.txt")
+    assert text.body == b"text"
+
+
+def test_named_filter_as_a_mod_filter_provider(srv):
+    html = srv.get("/provider/a.html")
+    assert html.status == 200
+    assert html.body == b"<P>PAGE</P>"
+    text = srv.get("/provider/a.txt")
+    assert text.body == b"text"
+
+
+def test_a_ruby_handlers_output_through_a_ruby_filter(srv):
+    small = srv.get("/handler?3")
+    assert small.status == 200
+    assert small.body == b"LINE 0\nLINE 1\nLINE 2\n"
+    assert small.headers["Content-Length"] == str(len(small.body))
+    big = srv.get("/handler?5000")  # flushed down in 8 KB pieces, buffered by the filter
+    assert big.status == 200
+    lines = big.body.decode().splitlines()
+    assert len(lines) == 5000 and lines[0] == "LINE 0" and lines[-1] == "LINE 4999"
+    assert not re.search(r"\bline\b", big.body.decode())
+
+
+def test_a_failing_filter_of_a_ruby_handler_is_a_500(srv):
+    r = srv.get("/handler-fail")
+    assert r.status == 500
+    assert b"handler output" not in r.body
+    srv.wait_log(r"MRB00030: OutputFilter script .* raised RuntimeError .*filter of a Ruby handler failed")
+    assert srv.get("/handler?2").body == b"LINE 0\nLINE 1\n"  # the thread's VM serves on
+
+
+def test_a_stream_filter_failing_late_on_a_ruby_handlers_output(srv):
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    conn.request("GET", "/handler-late")
+    resp = conn.getresponse()
+    assert resp.status == 200
+    with pytest.raises((http.client.IncompleteRead, ConnectionError, socket.timeout)):
+        resp.read()
+    conn.close()
+    srv.wait_log(r"MRB00511: output filter late_failure .* after the response to /handler-late began")
+    assert srv.get("/handler?1").body == b"LINE 0\n"
