@@ -3,6 +3,7 @@
  * keeps for a request (Apache::Filter#ctx). */
 
 #include "apr_portable.h"
+#include "apr_strings.h"
 #include "httpd.h"
 #include "http_log.h"
 
@@ -41,6 +42,20 @@ int mm_filter_run(const mm_phase_t *kind, const mm_slot_t *slot, mm_filter_run_t
                   MM_LOGNO(00500) "%s %s (%s): Apache.return(%d) means nothing to a filter; failing with 500",
                   kind->stem, slot->name, slot->script->name, rv);
     return HTTP_INTERNAL_SERVER_ERROR;
+}
+
+const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_t *s, int exists, int count,
+                                  const char *direction)
+{
+    if (exists) {
+        return apr_psprintf(cmd->pool, "%s: an %s filter named '%s' exists already", cmd->cmd->name,
+                            direction, s->name);
+    }
+    if (count == MM_NAMED_FILTERS_MAX) {
+        return apr_psprintf(cmd->pool, "%s: at most %d named %s filters", cmd->cmd->name,
+                            MM_NAMED_FILTERS_MAX, direction);
+    }
+    return NULL;
 }
 
 /* The state belongs to the VM of one thread: only that thread may touch

@@ -8,6 +8,7 @@
 #include "apr_buckets.h"
 #include "apr_portable.h"
 #include "httpd.h"
+#include "http_config.h"
 #include "util_filter.h"
 
 #include <mruby.h>
@@ -75,8 +76,15 @@ void mm_filter_state_release(mm_filter_state_t *st);
 #define MM_NAMED_FILTERS_MAX 32
 #define MM_FOR_NAMED_FILTERS(X)                                                                              \
     X(0)                                                                                                     \
-    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+    X(1)                                                                                                     \
+    X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19)      \
         X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+
+/* Checks a new named filter for its direction ("output", "input"):
+ * exists is whether httpd knows the name already, count how many named
+ * filters the direction has. NULL or the directive's error. */
+const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_t *s, int exists, int count,
+                                  const char *direction);
 
 /* Output filters run after mod_include and mod_substitute (AP_FTYPE_RESOURCE)
  * and before mod_deflate (AP_FTYPE_CONTENT_SET), whatever order they were

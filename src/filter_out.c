@@ -337,18 +337,14 @@ static ap_out_filter_func const named_funcs[MM_NAMED_FILTERS_MAX] = {MM_FOR_NAME
 
 const char *mm_filter_out_register_named(cmd_parms *cmd, const mm_slot_t *s)
 {
-    if (ap_get_output_filter_handle(s->name)) {
-        return apr_psprintf(cmd->pool, "%s: an output filter named '%s' exists already", cmd->cmd->name,
-                            s->name);
+    const char *err =
+        mm_filter_check_named(cmd, s, ap_get_output_filter_handle(s->name) != NULL, named_count, "output");
+
+    if (err == NULL) {
+        named[named_count] = s;
+        ap_register_output_filter(s->name, named_funcs[named_count++], NULL, MM_OUTPUT_FILTER_TYPE);
     }
-    if (named_count == MM_NAMED_FILTERS_MAX) {
-        return apr_psprintf(cmd->pool, "%s: at most %d named output filters", cmd->cmd->name,
-                            MM_NAMED_FILTERS_MAX);
-    }
-    named[named_count] = s;
-    ap_register_output_filter(s->name, named_funcs[named_count], NULL, MM_OUTPUT_FILTER_TYPE);
-    named_count++;
-    return NULL;
+    return err;
 }
 
 void mm_filter_out_register(apr_pool_t *p)

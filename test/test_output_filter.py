@@ -57,7 +57,7 @@ mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
 </Location>
 <Location /rputs>
     SetOutputFilter mruby
-    mrubyOutputFilterCode "Apache.rputs 'not here'"
+    mrubyOutputFilterCode "Apache.rputs 'never shown'"
 </Location>
 <Location /none>
     SetOutputFilter mruby
@@ -215,37 +215,28 @@ def test_mod_mruby_head_tail_example_runs_unchanged(srv):
     assert r.headers["Content-Length"] == str(len(r.body))
 
 
-def test_error_create_answers_with_httpds_error_page(srv):
-    r = srv.get("/error/a.txt")
-    assert r.status == 503
-    assert b"never shown" not in r.body
-    assert b"Service Unavailable" in r.body
+@pytest.mark.parametrize("path, status, log", [
+    # error_create: httpd's own error page for the status
+    ("/error/a.txt", 503, None),
+    ("/returned/a.txt", 403, None),
+    ("/raise/a.txt", 500,
+     r"MRB00030: OutputFilter script .*httpd\.conf:\d+ raised ArgumentError .*bad filter"),
+    ("/rputs/a.txt", 500,
+     r"MRB00030: OutputFilter .*Apache\.rputs cannot be used in a OutputFilter script"),
+])
+def test_failure_before_anything_was_sent_is_an_error_page(srv, path, status, log):
+    r = srv.get(path)
+    assert r.status == status
+    assert r.headers["Content-Type"].startswith("text/html")
+    assert b"never shown" not in r.body and b"bad filter" not in r.body
+    if log:
+        srv.wait_log(log)
 
 
 def test_error_create_honours_error_document(srv):
     r = srv.get("/error/doc/a.txt")
     assert r.status == 503
     assert r.body == b"the filter said no"
-
-
-def test_apache_return_of_an_error_status_fails_the_response(srv):
-    r = srv.get("/returned/a.txt")
-    assert r.status == 403
-    assert b"never shown" not in r.body
-
-
-def test_exception_before_anything_was_sent_is_a_500_and_logged(srv):
-    r = srv.get("/raise/a.txt")
-    assert r.status == 500
-    assert b"never shown" not in r.body and b"bad filter" not in r.body
-    srv.wait_log(r"MRB00030: OutputFilter script .*httpd\.conf:\d+ raised ArgumentError .*bad filter")
-
-
-def test_rputs_is_refused_in_a_filter(srv):
-    r = srv.get("/rputs/a.txt")
-    assert r.status == 500
-    assert b"not here" not in r.body
-    srv.wait_log(r"MRB00030: OutputFilter .*Apache\.rputs cannot be used in a OutputFilter script")
 
 
 def test_mruby_filter_without_a_script_passes_and_warns(srv):
@@ -289,14 +280,21 @@ def test_stream_mode_is_binary_safe_and_runs_head_and_tail_once(srv):
     assert r.body == b"\x00\xff<" + data + b">\x00" + str(runs).encode()
 
 
-def test_failure_after_the_response_began_cuts_the_connection(srv):
+def assert_cut_short(srv, path):
+    """The response begins (200, the first chunk) and never completes."""
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-    conn.request("GET", "/late/big.txt")
-    resp = conn.getresponse()
-    assert resp.status == 200  # the first chunk went out
-    with pytest.raises((http.client.IncompleteRead, ConnectionError, socket.timeout)):
-        resp.read()
-    conn.close()
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        with pytest.raises((http.client.IncompleteRead, ConnectionError, socket.timeout)):
+            resp.read()
+    finally:
+        conn.close()
+
+
+def test_failure_after_the_response_began_cuts_the_connection(srv):
+    assert_cut_short(srv, "/late/big.txt")
     srv.wait_log(r"MRB00030: OutputFilter script .*late_failure\.rb raised RuntimeError .*second chunk refused")
     srv.wait_log(r"MRB00511: output filter late_failure .* after the response to /late/big.txt began: "
                  r"connection aborted")
@@ -354,12 +352,6 @@ def test_a_failing_filter_of_a_ruby_handler_is_a_500(srv):
 
 
 def test_a_stream_filter_failing_late_on_a_ruby_handlers_output(srv):
-    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-    conn.request("GET", "/handler-late")
-    resp = conn.getresponse()
-    assert resp.status == 200
-    with pytest.raises((http.client.IncompleteRead, ConnectionError, socket.timeout)):
-        resp.read()
-    conn.close()
+    assert_cut_short(srv, "/handler-late")
     srv.wait_log(r"MRB00511: output filter late_failure .* after the response to /handler-late began")
     assert srv.get("/handler?1").body == b"LINE 0\n"
