@@ -5,6 +5,7 @@ providers (mrubyAuthzProvider) whose Require arguments stay with their own
 line. Errors are never a grant."""
 
 import base64
+import concurrent.futures
 import hashlib
 import re
 
@@ -350,3 +351,26 @@ def test_authz_odd_answer_is_a_general_error(srv):
     r = srv.get("/authz-odd/")
     assert r.status == 500
     srv.wait_log(r"MRB00540: authz provider answers42 .*Apache.return\(42\)")
+
+
+def test_many_clients_each_get_their_own_answer(srv):
+    cases = [
+        ("/admins/", "alice", "wonderland", 200), ("/admins/", "bob", "pass:with:colons", 403),
+        ("/staff/", "bob", "pass:with:colons", 200), ("/staff/", "alice", "wonderland", 403),
+        ("/basic/", "carol", "night", 200), ("/basic/", "carol", "day", 401),
+    ]
+
+    def client(n):
+        wrong = []
+        for i in range(len(cases) * 3):
+            path, user, password, status = cases[(n + i) % len(cases)]
+            r = srv.get(path, headers=basic(user, password))
+            if r.status != status or (status == 200 and r.body != ("hello %s via Basic" % user).encode()):
+                wrong.append((path, user, r.status))
+            if i % 6 == 0 and digest_get(srv, "/digest/", "sam", "potatoes").status != 200:
+                wrong.append(("/digest/", "sam"))
+        return wrong
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        wrong = [w for ws in pool.map(client, range(16)) for w in ws]
+    assert wrong == []

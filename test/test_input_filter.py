@@ -3,7 +3,9 @@ before the handler reads it (mod_reflector, a Ruby handler) or mod_proxy
 forwards it (to a second httpd that echoes it back), refused with 413 or
 400, cut short with insert_eos, with state across chunks in Filter#ctx."""
 
+import concurrent.futures
 import http.client
+import uuid
 
 import pytest
 
@@ -210,3 +212,22 @@ def test_a_ruby_handler_reads_the_rewritten_body(front):
     if r.body == b"no Request#body":
         pytest.skip("Apache::Request#body (the Ruby API's request body) is not in this build")
     assert r.body == b"handler got: FROM THE CLIENT"
+
+
+def test_many_clients_each_get_their_own_body_back(front):
+    def client(n):
+        wrong = []
+        for i in range(10):
+            token = uuid.uuid4().hex.encode()
+            r = front.request("POST", "/echo", body=token * (n + 1))
+            if r.status != 200 or r.body != token.upper() * (n + 1):
+                wrong.append(("/echo", r.status))
+            status, _, body = post_chunked(front, "/count", [token] * (i + 1))
+            expected = token * (i + 1) + b"[%d bytes, first run first: true]" % (len(token) * (i + 1))
+            if status != 200 or body != expected:
+                wrong.append(("/count", status, body[-40:]))
+        return wrong
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        wrong = [w for ws in pool.map(client, range(16)) for w in ws]
+    assert wrong == []

@@ -5,6 +5,7 @@ changes; failures before and after the response began; with mod_include
 before and mod_deflate after; reached through SetOutputFilter,
 AddOutputFilterByType and mod_filter's FilterProvider."""
 
+import concurrent.futures
 import gzip
 import http.client
 import re
@@ -355,3 +356,26 @@ def test_a_stream_filter_failing_late_on_a_ruby_handlers_output(srv):
     assert_cut_short(srv, "/handler-late")
     srv.wait_log(r"MRB00511: output filter late_failure .* after the response to /handler-late began")
     assert srv.get("/handler?1").body == b"LINE 0\n"
+
+
+def test_many_clients_each_get_their_own_filtered_response(srv):
+    big = bytes(range(256)) * 1000
+    framed = b"\x00\xff<" + bytes(range(256)) * 1024 + b">\x004"
+
+    def client(n):
+        wrong = []
+        for i in range(12):
+            lines = (n * 7 + i) % 50 + 1
+            for path, expected in (("/stream/big.bin", big), ("/frame/bin.dat", framed),
+                                   ("/handler?%d" % lines,
+                                    "".join("LINE %d\n" % k for k in range(lines)).encode())):
+                r = srv.get(path)
+                if r.status != 200 or r.body != expected:
+                    wrong.append((path, r.status, len(r.body)))
+        return wrong
+
+    errors_before = srv.error_log().count("[mruby:error]")
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        wrong = [w for ws in pool.map(client, range(16)) for w in ws]
+    assert wrong == []
+    assert srv.error_log().count("[mruby:error]") == errors_before
