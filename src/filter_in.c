@@ -165,8 +165,10 @@ static apr_status_t in_filter(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
     request_rec *r = f->r;
 
     if (ctx == NULL) {
-        if (slot == NULL || r == NULL) {
-            if (r) {
+        /* A request without a body (a GET, whose empty body httpd still
+         * reads to discard it) is not the script's business. */
+        if (slot == NULL || r == NULL || !ap_request_has_body(r)) {
+            if (slot == NULL && r) {
                 ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                               MM_LOGNO(00520) "the mruby input filter is set for %s, but no "
                                               "mrubyInputFilter applies there: passing the body as is",

@@ -47,6 +47,12 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
     SetInputFilter mruby
     mrubyInputFilterCode "raise 'input filter bug'"
 </Location>
+<Location /refuse-all>
+    SetInputFilter mruby
+    mrubyInputFilterCode "Apache::Filter.new.error_create 403"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'no body, no filter'"
+</Location>
 <Location /proxy>
     SetInputFilter double_a
     ProxyPass http://127.0.0.1:{backend}/echo
@@ -231,3 +237,11 @@ def test_many_clients_each_get_their_own_body_back(front):
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         wrong = [w for ws in pool.map(client, range(16)) for w in ws]
     assert wrong == []
+
+
+def test_a_request_without_a_body_is_not_filtered(front):
+    for method in ("GET", "DELETE"):
+        r = front.request(method, "/refuse-all")
+        assert r.status == 200
+        assert r.body == b"no body, no filter"
+    assert "/refuse-all" not in front.error_log()
