@@ -94,6 +94,12 @@ mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
     FilterProvider rubyhtml shout "%{CONTENT_TYPE} =~ m#^text/html#"
     FilterChain rubyhtml
 </Location>
+<Location /provider-section>
+    FilterDeclare rubysection
+    FilterProvider rubysection mruby "%{CONTENT_TYPE} =~ m#^text/plain#"
+    FilterChain rubysection
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.data = '<' + f.data + '>'" stream
+</Location>
 <Location /handler-fail>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'handler output ' * 2000"
@@ -170,6 +176,8 @@ FILES = {
     "htdocs/bytype/a.txt": "text",
     "htdocs/provider/a.html": "<p>page</p>",
     "htdocs/provider/a.txt": "text",
+    "htdocs/provider-section/a.txt": "plain",
+    "htdocs/provider-section/a.html": "<p>html</p>",
 }
 
 MODULES = ("deflate", "include", "filter", "headers")
@@ -330,6 +338,34 @@ def test_named_filter_as_a_mod_filter_provider(srv):
     assert html.body == b"<P>PAGE</P>"
     text = srv.get("/provider/a.txt")
     assert text.body == b"text"
+
+
+def test_the_section_filter_as_a_mod_filter_provider(srv):
+    r = srv.get("/provider-section/a.txt")
+    assert r.status == 200
+    assert r.body == b"<plain>"
+    assert srv.get("/provider-section/a.html").body == b"<p>html</p>"
+
+
+def test_one_end_of_stream_per_response_on_a_kept_alive_connection(srv):
+    # A second EOS would end the chunked body twice, or send bytes past a
+    # Content-Length: the next response on the connection would not parse.
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    try:
+        for path, body in (("/compat/a.txt", b"head-puts-HELLO\n-tail"), ("/frame/bin.dat", None),
+                           ("/compat/a.txt", b"head-puts-HELLO\n-tail"), ("/upper/a.txt", b"HELLO FILTER\n"),
+                           ("/stream/big.bin", bytes(range(256)) * 1000), ("/upper/a.txt", b"HELLO FILTER\n")):
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            data = resp.read()
+            assert resp.status == 200
+            assert resp.getheader("Connection") != "close"
+            if body is not None:
+                assert data == body
+            else:
+                assert data.endswith(b">\x004")
+    finally:
+        conn.close()
 
 
 def test_a_ruby_handlers_output_through_a_ruby_filter(srv):
