@@ -24,9 +24,9 @@ extern const mm_phase_t mm_authn_digest_kind; /* mrubyAuthnGetRealmHash */
  * the configuration is read: each line keeps its own arguments. pconf,
  * read-only afterwards. */
 typedef struct {
-    const mm_slot_t *slot;    /* the provider NAME's script */
-    const char *line;         /* the arguments as written */
-    apr_array_header_t *args; /* the arguments as words (const char *) */
+    const mm_slot_script_t *slot; /* the provider NAME's script */
+    const char *line;             /* the arguments as written */
+    apr_array_header_t *args;     /* the arguments as words (const char *) */
 } mm_authz_line_t;
 
 extern const mm_phase_t mm_authz_kind; /* mrubyAuthzProvider */

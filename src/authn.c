@@ -27,7 +27,7 @@ const mm_phase_t mm_authn_digest_kind = {"AuthnGetRealmHash", MM_WHERE_DIR, AUTH
 static int run_authn(request_rec *r, mm_slot_e which, const mm_phase_t *kind, mm_authn_args_t *args)
 {
     const mm_dir_conf_t *dc = ap_get_module_config(r->per_dir_config, &mruby_module);
-    const mm_slot_t *slot = dc->slots[which];
+    const mm_slot_script_t *slot = dc->slots[which];
 
     if (slot == NULL) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,

@@ -27,7 +27,7 @@ APLOG_USE_MODULE(mruby);
 const mm_phase_t mm_authz_kind = {"AuthzProvider", MM_WHERE_DIR, AUTHZ_DENIED, AUTHZ_GENERAL_ERROR,
                                   MM_KIND_NO_OUTPUT | MM_KIND_OWN_RESULT};
 
-/* NAME -> its mm_slot_t, for parsing Require lines; pconf, written only
+/* NAME -> its mm_slot_script_t, for parsing Require lines; pconf, written only
  * while the configuration is read. */
 static apr_hash_t *providers;
 
@@ -77,7 +77,7 @@ static const char *provider_name(cmd_parms *cmd)
 static const char *parse_require_line(cmd_parms *cmd, const char *require_line, const void **parsed)
 {
     const char *name = provider_name(cmd);
-    const mm_slot_t *slot = name ? apr_hash_get(providers, name, APR_HASH_KEY_STRING) : NULL;
+    const mm_slot_script_t *slot = name ? apr_hash_get(providers, name, APR_HASH_KEY_STRING) : NULL;
     mm_authz_line_t *line;
     const char *rest = require_line;
 
@@ -103,7 +103,7 @@ static const char *parse_require_line(cmd_parms *cmd, const char *require_line, 
 
 static const authz_provider provider = {check_authorization, parse_require_line};
 
-const char *mm_authz_register_named(cmd_parms *cmd, const mm_slot_t *s)
+const char *mm_authz_register_named(cmd_parms *cmd, const mm_slot_script_t *s)
 {
     if (ap_lookup_provider(AUTHZ_PROVIDER_GROUP, s->name, AUTHZ_PROVIDER_VERSION)) {
         return apr_psprintf(cmd->pool, "%s: an authz provider named '%s' exists already", cmd->cmd->name,

@@ -20,7 +20,7 @@ typedef struct {
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
     /* The section's filter and authn scripts (slots.h); NULL: inherited. */
-    const mm_slot_t *slots[MM_SLOT_COUNT];
+    const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
 
 extern const command_rec mm_directives[];

@@ -24,7 +24,7 @@ const mm_phase_t mm_filter_out_kind = {"OutputFilter", MM_WHERE_DIR, OK, HTTP_IN
 const mm_phase_t mm_filter_in_kind = {"InputFilter", MM_WHERE_DIR, OK, HTTP_INTERNAL_SERVER_ERROR,
                                       MM_KIND_NO_OUTPUT | MM_KIND_OWN_RESULT};
 
-int mm_filter_run(const mm_phase_t *kind, const mm_slot_t *slot, mm_filter_run_t *run)
+int mm_filter_run(const mm_phase_t *kind, const mm_slot_script_t *slot, mm_filter_run_t *run)
 {
     request_rec *r = run->f->r;
     int rv = mm_run_script(r, kind, slot->script, run);
@@ -44,7 +44,7 @@ int mm_filter_run(const mm_phase_t *kind, const mm_slot_t *slot, mm_filter_run_t
     return HTTP_INTERNAL_SERVER_ERROR;
 }
 
-const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_t *s, int exists, int count,
+const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_script_t *s, int exists, int count,
                                   const char *direction)
 {
     if (exists) {

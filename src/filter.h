@@ -61,7 +61,7 @@ extern const mm_phase_t mm_filter_in_kind;
 /* Runs the script of slot over run->bb. Returns 0 when the data may go
  * on, or the HTTP status the body fails with: error_create, Apache.return
  * of an error status, or 500 for an exception (logged by the harness). */
-int mm_filter_run(const mm_phase_t *kind, const mm_slot_t *slot, mm_filter_run_t *run);
+int mm_filter_run(const mm_phase_t *kind, const mm_slot_script_t *slot, mm_filter_run_t *run);
 
 /* The Hash of Apache::Filter#ctx, made in mrb's VM if needed. Raises if
  * the state is held by another thread's VM. */
@@ -77,13 +77,14 @@ void mm_filter_state_release(mm_filter_state_t *st);
 #define MM_FOR_NAMED_FILTERS(X)                                                                              \
     X(0)                                                                                                     \
     X(1)                                                                                                     \
-    X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19)      \
-        X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+    X(2)                                                                                                     \
+    X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20)     \
+        X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
 
 /* Checks a new named filter for its direction ("output", "input"):
  * exists is whether httpd knows the name already, count how many named
  * filters the direction has. NULL or the directive's error. */
-const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_t *s, int exists, int count,
+const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_script_t *s, int exists, int count,
                                   const char *direction);
 
 /* Output filters run after mod_include and mod_substitute (AP_FTYPE_RESOURCE)

@@ -25,7 +25,7 @@ APLOG_USE_MODULE(mruby);
 
 /* One input filter on one request; r->pool. */
 typedef struct {
-    const mm_slot_t *slot;
+    const mm_slot_script_t *slot;
     apr_bucket_brigade *raw;     /* the last read from below */
     apr_bucket_brigade *work;    /* the data of the run in progress */
     apr_bucket_brigade *pending; /* output not yet handed up (set aside) */
@@ -159,7 +159,7 @@ static apr_status_t hand_up(in_ctx_t *ctx, apr_bucket_brigade *bb, apr_off_t rea
 }
 
 static apr_status_t in_filter(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_mode_t mode,
-                              apr_read_type_e block, apr_off_t readbytes, const mm_slot_t *slot)
+                              apr_read_type_e block, apr_off_t readbytes, const mm_slot_script_t *slot)
 {
     in_ctx_t *ctx = f->ctx;
     request_rec *r = f->r;
@@ -223,7 +223,7 @@ static apr_status_t section_filter(ap_filter_t *f, apr_bucket_brigade *bb, ap_in
 
 /* The named filters, one function each (see filter_out.c). Written while
  * the configuration is read, read-only after. */
-static const mm_slot_t *named[MM_NAMED_FILTERS_MAX];
+static const mm_slot_script_t *named[MM_NAMED_FILTERS_MAX];
 static int named_count;
 
 #define MM_NAMED_IN(i)                                                                                       \
@@ -236,7 +236,7 @@ MM_FOR_NAMED_FILTERS(MM_NAMED_IN)
 #define MM_NAMED_IN_REF(i) named_in_##i,
 static ap_in_filter_func const named_funcs[MM_NAMED_FILTERS_MAX] = {MM_FOR_NAMED_FILTERS(MM_NAMED_IN_REF)};
 
-const char *mm_filter_in_register_named(cmd_parms *cmd, const mm_slot_t *s)
+const char *mm_filter_in_register_named(cmd_parms *cmd, const mm_slot_script_t *s)
 {
     const char *err =
         mm_filter_check_named(cmd, s, ap_get_input_filter_handle(s->name) != NULL, named_count, "input");

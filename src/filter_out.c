@@ -33,7 +33,7 @@ APLOG_USE_MODULE(mruby);
 
 /* One output filter on one request; r->pool. */
 typedef struct {
-    const mm_slot_t *slot;
+    const mm_slot_script_t *slot;
     apr_bucket_brigade *held; /* buffer mode: the response so far, set aside */
     apr_bucket_brigade *work; /* the data of the run in progress */
     apr_bucket_brigade *out;  /* what goes down next */
@@ -280,7 +280,7 @@ static apr_status_t buffer(ap_filter_t *f, out_ctx_t *ctx, apr_bucket_brigade *b
     return run_chunk(f, ctx, 1);
 }
 
-static apr_status_t out_filter(ap_filter_t *f, apr_bucket_brigade *bb, const mm_slot_t *slot)
+static apr_status_t out_filter(ap_filter_t *f, apr_bucket_brigade *bb, const mm_slot_script_t *slot)
 {
     out_ctx_t *ctx = f->ctx;
     request_rec *r = f->r;
@@ -323,7 +323,7 @@ static apr_status_t section_filter(ap_filter_t *f, apr_bucket_brigade *bb)
  * without looking at f->frec (which is mod_filter's own under
  * FilterProvider). Written while the configuration is read, read-only
  * after. */
-static const mm_slot_t *named[MM_NAMED_FILTERS_MAX];
+static const mm_slot_script_t *named[MM_NAMED_FILTERS_MAX];
 static int named_count;
 
 #define MM_NAMED_OUT(i)                                                                                      \
@@ -335,7 +335,7 @@ MM_FOR_NAMED_FILTERS(MM_NAMED_OUT)
 #define MM_NAMED_OUT_REF(i) named_out_##i,
 static ap_out_filter_func const named_funcs[MM_NAMED_FILTERS_MAX] = {MM_FOR_NAMED_FILTERS(MM_NAMED_OUT_REF)};
 
-const char *mm_filter_out_register_named(cmd_parms *cmd, const mm_slot_t *s)
+const char *mm_filter_out_register_named(cmd_parms *cmd, const mm_slot_script_t *s)
 {
     const char *err =
         mm_filter_check_named(cmd, s, ap_get_output_filter_handle(s->name) != NULL, named_count, "output");

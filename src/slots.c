@@ -70,7 +70,7 @@ const char *mm_slot_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv[
     const mm_slot_directive_t *d = cmd->info;
     int fixed = d->register_named ? 2 : 1;
     int i, cache = 0;
-    mm_slot_t *slot;
+    mm_slot_script_t *slot;
     const char *err;
 
     /* Named ones are for the whole server; a section's slots live in any

@@ -30,7 +30,7 @@ typedef struct {
     const mm_script_t *script;
     const char *name;     /* the filter or provider name, for logs */
     unsigned int options; /* MM_SLOT_* */
-} mm_slot_t;
+} mm_slot_script_t;
 
 /* What one directive of this family does: fill a section's slot, or (when
  * register_named is set) define a named filter or provider. */
@@ -38,7 +38,7 @@ typedef struct {
     mm_slot_e slot;
     int code;             /* the argument is inline code, not a file */
     unsigned int options; /* MM_SLOT_* options the directive accepts */
-    const char *(*register_named)(cmd_parms *cmd, const mm_slot_t *s);
+    const char *(*register_named)(cmd_parms *cmd, const mm_slot_script_t *s);
 } mm_slot_directive_t;
 
 /* The directive handler of the whole family (cmd->info: an
@@ -101,9 +101,9 @@ extern const mm_slot_directive_t mm_slot_directives[MM_SD_COUNT];
 
 /* Registered with httpd at directive time (filter_out.c, filter_in.c,
  * authz.c); each refuses a name httpd already knows. */
-const char *mm_filter_out_register_named(cmd_parms *cmd, const mm_slot_t *s);
-const char *mm_filter_in_register_named(cmd_parms *cmd, const mm_slot_t *s);
-const char *mm_authz_register_named(cmd_parms *cmd, const mm_slot_t *s);
+const char *mm_filter_out_register_named(cmd_parms *cmd, const mm_slot_script_t *s);
+const char *mm_filter_in_register_named(cmd_parms *cmd, const mm_slot_script_t *s);
+const char *mm_authz_register_named(cmd_parms *cmd, const mm_slot_script_t *s);
 
 /* The fixed `mruby` filters and authn provider (register_hooks), and the
  * reset of the named ones for a new configuration (pre_config). */
