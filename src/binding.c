@@ -21,10 +21,19 @@ extern const uint8_t mm_mrblib_irep[];
 #endif
 
 /* Apache first: every other class is nested in it; the tables before
- * Apache::Request, whose readers return them. */
+ * Apache::Request, whose readers return them. One line each, so that
+ * additions merge cleanly. */
+/* clang-format off */
 static void (*const class_inits[])(mrb_state *) = {
-    mm_apache_init, mm_table_init, mm_request_init, mm_filter_init, mm_authn_init, mm_authz_init,
+    mm_apache_init,
+    mm_table_init,
+    mm_request_init,
+    mm_async_init,
+    mm_filter_init,
+    mm_authn_init,
+    mm_authz_init,
 };
+/* clang-format on */
 
 void mm_binding_init(mrb_state *mrb)
 {

@@ -17,6 +17,7 @@ void mm_binding_init(mrb_state *mrb);
 void mm_apache_init(mrb_state *mrb);  /* rb_apache.c: Apache */
 void mm_table_init(mrb_state *mrb);   /* rb_table.c: Apache::Headers_in, ... */
 void mm_request_init(mrb_state *mrb); /* rb_request.c: Apache::Request */
+void mm_async_init(mrb_state *mrb);   /* rb_async.c: Apache::Async */
 void mm_filter_init(mrb_state *mrb);  /* rb_filter.c: Apache::Filter */
 void mm_authn_init(mrb_state *mrb);   /* rb_authn.c: Apache::AuthnProvider */
 void mm_authz_init(mrb_state *mrb);   /* rb_authz.c: Apache::AuthzProvider */

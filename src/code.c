@@ -33,15 +33,6 @@ APLOG_USE_MODULE(mruby);
 /* Scripts larger than this are refused: they are certainly a mistake. */
 #define MM_SCRIPT_MAX_BYTES (16 * 1024 * 1024)
 
-/* What identifies one version of a file. */
-typedef struct {
-    apr_ino_t inode;
-    apr_dev_t device;
-    apr_off_t size;
-    apr_time_t mtime;
-    apr_time_t ctime;
-} mm_stamp_t;
-
 /* One file's compiled image, shared by the threads of a process. */
 typedef struct {
     mm_stamp_t stamp;
@@ -49,12 +40,6 @@ typedef struct {
     size_t bin_len;
     char *error; /* malloc: why it did not compile, or NULL */
 } mm_image_t;
-
-/* A file script loaded into one VM; allocated from the VM's pool. */
-typedef struct {
-    mm_stamp_t stamp;
-    struct RProc *proc; /* kept alive with mrb_gc_register while cached */
-} mm_loaded_t;
 
 static int script_count;      /* scripts configured so far in this generation */
 static mrb_state *config_mrb; /* compiles configured code; closed after config */
@@ -334,8 +319,38 @@ static struct RProc *compile_file(mrb_state *mrb, const char *path, apr_pool_t *
 
 /* ------------------------------------------------------------ request time */
 
-struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
-                                const char **err)
+/* True when an irep (or one nested in it) names the constant Async: the
+ * script can sleep with Apache::Async.sleep, so it runs in a fiber. */
+static int refers_to(const mrb_irep *irep, mrb_sym sym)
+{
+    int i;
+
+    for (i = 0; i < irep->slen; i++) {
+        if (irep->syms[i] == sym) {
+            return 1;
+        }
+    }
+    for (i = 0; i < irep->rlen; i++) {
+        if (refers_to(irep->reps[i], sym)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Makes proc the VM's current version of a loaded script. */
+static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
+{
+    if (l->proc) {
+        mrb_gc_unregister(vm->mrb, mrb_obj_value(l->proc));
+    }
+    mrb_gc_register(vm->mrb, mrb_obj_value(proc));
+    l->proc = proc;
+    l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async"));
+}
+
+mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
+                               const char **err)
 {
     mm_stamp_t now, got;
     mm_loaded_t *l = apr_hash_get(vm->files, path, APR_HASH_KEY_STRING);
@@ -343,7 +358,7 @@ struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t
 
     stamp_of(&now, finfo);
     if (l && stamp_eq(&l->stamp, &now)) {
-        return l->proc;
+        return l;
     }
     got = now;
     *err = NULL;
@@ -356,17 +371,15 @@ struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t
     if (l == NULL) {
         l = apr_pcalloc(vm->pool, sizeof *l);
         apr_hash_set(vm->files, apr_pstrdup(vm->pool, path), APR_HASH_KEY_STRING, l);
-    } else {
-        mrb_gc_unregister(vm->mrb, mrb_obj_value(l->proc));
     }
-    mrb_gc_register(vm->mrb, mrb_obj_value(proc));
-    l->proc = proc;
+    keep_loaded(vm, l, proc);
     l->stamp = got;
-    return proc;
+    return l;
 }
 
-struct RProc *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err)
+mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err)
 {
+    mm_loaded_t *l;
     struct RProc *proc;
 
     if (script->reload) {
@@ -379,21 +392,20 @@ struct RProc *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_po
         }
         return mm_code_file_proc(vm, script->path, &fi, p, err);
     }
-    if (script->id >= vm->nprocs) {
+    if (script->id >= vm->nloaded) {
         *err = apr_psprintf(p, "%s: unknown script (configured after this VM was made)", script->name);
         return NULL;
     }
-    proc = vm->procs[script->id];
-    if (proc == NULL) {
+    l = &vm->loaded[script->id];
+    if (l->proc == NULL) {
         proc = load(vm->mrb, script->bin, script->bin_len);
         if (proc == NULL) {
             *err = apr_psprintf(p, "%s: cannot load its bytecode", script->name);
             return NULL;
         }
-        mrb_gc_register(vm->mrb, mrb_obj_value(proc));
-        vm->procs[script->id] = proc;
+        keep_loaded(vm, l, proc);
     }
-    return proc;
+    return l;
 }
 
 /* ------------------------------------------------------ configuration time */

@@ -11,7 +11,7 @@
 /* One configured script. Lives in pconf and is read-only after configuration,
  * so every thread may read it without a lock. */
 typedef struct {
-    int id;             /* slot in every VM's procs[] */
+    int id;             /* slot in every VM's loaded[] */
     const char *name;   /* for logs: the file, or "<config file>:<line>" */
     const char *path;   /* the file of a file script; NULL for inline code */
     int reload;         /* file script without `cache`: reloaded when it changes */
@@ -19,12 +19,28 @@ typedef struct {
     apr_size_t bin_len;
 } mm_script_t;
 
+/* What identifies one version of a script file. */
+typedef struct {
+    apr_ino_t inode;
+    apr_dev_t device;
+    apr_off_t size;
+    apr_time_t mtime;
+    apr_time_t ctime;
+} mm_stamp_t;
+
+/* A script loaded into one VM; owned by the VM (its pool). */
+typedef struct mm_loaded {
+    struct RProc *proc; /* kept alive with mrb_gc_register while loaded */
+    int may_suspend;    /* refers to Apache::Async, or once slept: run it in a fiber */
+    mm_stamp_t stamp;   /* file scripts: the version proc was built from */
+} mm_loaded_t;
+
 /* Configuration time. Both compile the code now, so `apachectl -t` reports
  * syntax errors; they return NULL or an error message for the directive. */
 const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t **out);
 const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_script_t **out);
 
-/* Number of scripts configured in this generation (sizes each VM's procs[]). */
+/* Number of scripts configured in this generation (sizes each VM's loaded[]). */
 int mm_code_script_count(void);
 
 void mm_code_pre_config(apr_pool_t *pconf);
@@ -32,8 +48,8 @@ void mm_code_post_config(void);
 
 /* Request time, in the calling thread's VM. On failure they return NULL and
  * set *err (allocated from p) to a message with the file and line. */
-struct RProc *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err);
-struct RProc *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
-                                const char **err);
+mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err);
+mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
+                               const char **err);
 
 #endif

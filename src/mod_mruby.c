@@ -14,6 +14,7 @@
 #include "mod_mruby.h"
 #include "phase.h"
 #include "slots.h"
+#include "suspend.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -45,6 +46,7 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
 static void mm_child_init(apr_pool_t *pchild, server_rec *s)
 {
     mm_vm_child_init(pchild, s);
+    mm_suspend_child_init(pchild, s);
 }
 
 static void mm_register_hooks(apr_pool_t *p)

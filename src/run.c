@@ -14,8 +14,11 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
+#include <mruby/class.h>
+#include <mruby/variable.h>
 
 #include "error.h"
+#include "suspend.h"
 #include "mod_mruby.h"
 #include "run.h"
 
@@ -177,11 +180,6 @@ static int result_of_return(mm_run_t *run)
     return result;
 }
 
-static mrb_value run_body(mrb_state *mrb, void *proc)
-{
-    return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
-}
-
 static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
 {
     const char *fmt = MM_LOGNO(00020) "%s script %s";
@@ -194,21 +192,100 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
     }
 }
 
+/* ------------------------------------------------------- executing */
+
+/* The three ways into a script, each a body for mrb_protect_error. */
+
+static mrb_value run_direct(mrb_state *mrb, void *proc)
+{
+    return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
+}
+
+/* A script that may sleep runs in a fiber. The fiber is made in Ruby
+ * (Apache::Async.__fiber): a fiber's block must be a real block, which the
+ * script's top-level proc is not. The fiber is what the body returns, so
+ * mrb_protect_error keeps it in the GC arena. */
+static mrb_value run_in_fiber(mrb_state *mrb, void *proc)
+{
+    mm_run_t *run = mm_vm_of(mrb)->run;
+    struct RClass *async = mrb_module_get_under(mrb, mrb_class_get(mrb, "Apache"), "Async");
+    mrb_value args[2] = {mrb_top_self(mrb), mrb_obj_value((struct RProc *)proc)};
+
+    run->fiber = mrb_funcall_argv(mrb, mrb_obj_value(async), mrb_intern_lit(mrb, "__fiber"), 2, args);
+    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    return run->fiber;
+}
+
+static mrb_value run_resume(mrb_state *mrb, void *ud)
+{
+    mm_run_t *run = ud;
+
+    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    return run->fiber;
+}
+
+static int is_sleeping(mm_run_t *run)
+{
+    return !mrb_nil_p(run->fiber) && mrb_test(mrb_fiber_alive_p(run->vm->mrb, run->fiber));
+}
+
+/* Executes (or resumes) the script until it ends or sleeps, and returns the
+ * phase result; SUSPENDED when it sleeps and httpd will call us back. */
+static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_slot_t *slot)
+{
+    mrb_state *mrb = run->vm->mrb;
+
+    for (;;) {
+        mrb_bool raised = FALSE;
+        mrb_value exc;
+
+        run->sleep = -1;
+        exc = mrb_protect_error(mrb, body, arg, &raised);
+        /* At top level an uncaught exception comes back in mrb->exc; in a
+         * nested run (a subrequest made by a script) it is thrown to us. */
+        if (!raised && mrb->exc) {
+            exc = mrb_obj_value(mrb->exc);
+            raised = TRUE;
+        }
+        mrb->exc = NULL;
+        if (raised) {
+            mm_error_log_exception(run->vm, exc, run->r, run->s, run->kind->stem, run->script);
+            return result_of_exception(run);
+        }
+        if (!is_sleeping(run)) {
+            return result_of_return(run);
+        }
+        if (run->sleep < 0) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
+                          MM_LOGNO(00060) "%s script %s yielded its own fiber: use Apache::Async.sleep",
+                          run->kind->stem, run->script);
+            return result_of_exception(run);
+        }
+        if (mm_suspend(run, slot) == APR_SUCCESS) {
+            return SUSPENDED;
+        }
+        apr_sleep(run->sleep); /* httpd would not call us back: sleep here */
+        body = run_resume;
+        arg = run;
+    }
+}
+
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
  * request r or, when r is NULL, for server s. p holds what the run
- * allocates. */
+ * allocates. slot, if not NULL, is the rest of the phase, kept should the
+ * script sleep. */
 static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *ph,
-                   const mm_script_t *script, void *data)
+                   const mm_script_t *script, void *data, const mm_slot_t *slot)
 {
     mm_run_t run;
     mrb_state *mrb;
-    struct RProc *proc;
     const char *err = NULL;
     int ai, result;
 
     if (vm == NULL) {
         return ph->error_result; /* logged where it failed */
     }
+    mm_vm_lock(vm);
     mrb = vm->mrb;
     memset(&run, 0, sizeof run);
     run.r = r;
@@ -219,34 +296,26 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     run.status = MM_STATUS_UNSET;
     run.serial = ++vm->serial;
     run.outer = vm->run;
+    run.vm = vm;
+    run.fiber = mrb_nil_value();
     vm->run = &run;
     ai = mrb_gc_arena_save(mrb);
 
-    proc = script ? mm_code_script_proc(vm, script, p, &err)
-                  : mm_code_file_proc(vm, r->filename, &r->finfo, p, &err);
-    if (proc == NULL) {
+    run.loaded = script ? mm_code_script_proc(vm, script, p, &err)
+                        : mm_code_file_proc(vm, r->filename, &r->finfo, p, &err);
+    if (run.loaded == NULL) {
         log_load_error(&run, p, err);
         result = ph->error_result;
-    } else {
-        mrb_bool raised = FALSE;
-        mrb_value exc = mrb_protect_error(mrb, run_body, proc, &raised);
+    } else if (run.loaded->may_suspend && mm_suspend_possible(&run)) {
+        mm_slot_t rest = slot ? *slot : (mm_slot_t){NULL, 0, DECLINED};
 
-        /* At top level an uncaught exception comes back in mrb->exc; in a
-         * nested run (a subrequest made by a script) it is thrown to us. */
-        if (!raised && mrb->exc) {
-            exc = mrb_obj_value(mrb->exc);
-            raised = TRUE;
-        }
-        if (raised) {
-            mm_error_log_exception(vm, exc, r, s, ph->stem, run.script);
-            result = result_of_exception(&run);
-        } else {
-            result = result_of_return(&run);
-        }
+        result = execute(&run, run_in_fiber, run.loaded->proc, &rest);
+    } else {
+        result = execute(&run, run_direct, run.loaded->proc, NULL);
     }
-    mrb->exc = NULL;
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
+    mm_vm_unlock(vm);
     return result;
 }
 
@@ -259,15 +328,17 @@ static int end_response(request_rec *r, int result)
     return result;
 }
 
-/* Runs scripts in order until one returns something other than OK or
- * DECLINED: that is the result; else OK if one said OK, else DECLINED. */
+/* Runs scripts from index `from` in order until one returns something
+ * other than OK or DECLINED: that is the result; else OK if one said OK (or
+ * result already was), else DECLINED. */
 static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
-                    const apr_array_header_t *scripts)
+                    const apr_array_header_t *scripts, int from, int result)
 {
-    int i, result = DECLINED;
+    int i;
 
-    for (i = 0; i < scripts->nelts; i++) {
-        int rv = run_one(vm, r, s, p, kind, APR_ARRAY_IDX(scripts, i, const mm_script_t *), NULL);
+    for (i = from; i < scripts->nelts; i++) {
+        mm_slot_t rest = {scripts, i + 1, result};
+        int rv = run_one(vm, r, s, p, kind, APR_ARRAY_IDX(scripts, i, const mm_script_t *), NULL, &rest);
 
         if (rv == OK) {
             result = OK;
@@ -280,7 +351,7 @@ static int run_list(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, c
 
 int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_header_t *scripts)
 {
-    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, scripts);
+    int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, scripts, 0, DECLINED);
 
     return (kind->flags & MM_KIND_CONTENT) ? end_response(r, result) : result;
 }
@@ -288,22 +359,60 @@ int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_heade
 int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,
                           const apr_array_header_t *scripts)
 {
-    return run_list(vm, NULL, s, p, kind, scripts);
+    return run_list(vm, NULL, s, p, kind, scripts, 0, DECLINED);
 }
 
 int mm_run_script(request_rec *r, const mm_phase_t *kind, const mm_script_t *script, void *data)
 {
-    return run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, script, data);
+    return run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, script, data, NULL);
+}
+
+/* The file is the script: declining would let the default handler send its
+ * source. There is nothing else to serve here. */
+static int file_result(int result)
+{
+    return result == DECLINED ? HTTP_NOT_FOUND : result;
 }
 
 int mm_run_file(request_rec *r)
 {
-    int result =
-        run_one(mm_vm_for_thread(r->server), r, r->server, r->pool, &mm_phases[MM_PHASE_HANDLER], NULL, NULL);
+    mm_vm_t *vm = mm_vm_for_thread(r->server);
+    int result = run_one(vm, r, r->server, r->pool, &mm_phases[MM_PHASE_HANDLER], NULL, NULL, NULL);
 
-    /* The file is the script: declining would let the default handler
-     * send its source. There is nothing else to serve here. */
+    return end_response(r, file_result(result));
+}
+
+int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
+{
+    mm_vm_t *vm = run->vm;
+    mrb_state *mrb = vm->mrb;
+    request_rec *r = run->r;
+    int ai = mrb_gc_arena_save(mrb);
+    int result;
+
+    run->outer = NULL; /* whoever held the VM when the script fell asleep is gone */
+    vm->run = run;
+    result = execute(run, run_resume, run, slot);
+    mrb_gc_arena_restore(mrb, ai);
+    vm->run = NULL;
+    if (result == SUSPENDED) {
+        return SUSPENDED;
+    }
+    mm_suspend_done(run);
+    if (slot->scripts == NULL) {
+        result = file_result(result);
+    } else if (result == OK || result == DECLINED) {
+        result = run_list(vm, r, r->server, r->pool, run->kind, slot->scripts, slot->next,
+                          result == OK ? OK : slot->result);
+        if (result == SUSPENDED) {
+            return SUSPENDED;
+        }
+    }
     if (result == DECLINED) {
+        /* httpd's other handlers were passed over when the script slept */
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                      MM_LOGNO(00061) "%s script %s declined after sleeping: 404", run->kind->stem,
+                      run->script);
         result = HTTP_NOT_FOUND;
     }
     return end_response(r, result);

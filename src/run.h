@@ -12,22 +12,37 @@
 
 #define MM_STATUS_UNSET INT_MIN
 
-/* One script run. Lives on the C stack of run_one (run.c); the VM points at
- * it (vm->run) for exactly the duration of the run. */
+/* One script run. Lives on the C stack of run_one (run.c), or, once the
+ * script sleeps in its fiber, in the request's pool (suspend.c); the VM
+ * points at it (vm->run) exactly while the script executes. */
 typedef struct mm_run {
     request_rec *r; /* the request; NULL in server phases */
     server_rec *s;
-    const mm_phase_t *kind; /* the phase, or another kind of run */
-    void *data;             /* what the kind's own API needs (a filter's context,
-                               a provider's arguments), or NULL */
-    const char *script;     /* its name, for logs */
-    int status;             /* set by Apache.return; MM_STATUS_UNSET otherwise */
-    uintptr_t serial;       /* objects made during this run carry it */
-    struct mm_run *outer;   /* the run this one is nested in (subrequests), or NULL */
+    const mm_phase_t *kind;     /* the phase, or another kind of run */
+    void *data;                 /* what the kind's own API needs (a filter's context,
+                                   a provider's arguments), or NULL */
+    const char *script;         /* its name, for logs */
+    int status;                 /* set by Apache.return; MM_STATUS_UNSET otherwise */
+    uintptr_t serial;           /* objects made during this run carry it */
+    struct mm_run *outer;       /* the run this one is nested in (subrequests), or NULL */
+    mm_vm_t *vm;                /* the VM the script runs in */
+    mm_loaded_t *loaded;        /* the script, as loaded in vm */
+    mrb_value fiber;            /* the fiber the script runs in, or nil (run directly) */
+    apr_interval_time_t sleep;  /* set by Apache::Async.sleep before it yields; else -1 */
+    struct mm_sleeper *sleeper; /* where the record lives while the script sleeps */
 } mm_run_t;
 
+/* The rest of a phase, for a script that sleeps in the middle of it: the
+ * scripts after it and the result so far. */
+typedef struct {
+    const apr_array_header_t *scripts; /* NULL for a .mrb file */
+    int next;
+    int result;
+} mm_slot_t;
+
 /* Runs a request phase's scripts in configuration order until one returns
- * something other than OK or DECLINED, and returns the phase's result. */
+ * something other than OK or DECLINED, and returns the phase's result
+ * (SUSPENDED when a content handler script sleeps: see suspend.c). */
 int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_header_t *scripts);
 
 /* The same for a server phase (no request): in vm, allocating from p. */
@@ -40,6 +55,12 @@ int mm_run_script(request_rec *r, const mm_phase_t *kind, const mm_script_t *scr
 
 /* Runs the file r->filename as the content handler (mruby-script). */
 int mm_run_file(request_rec *r);
+
+/* For suspend.c, on the thread that resumes a sleeping script (its VM
+ * entered): resumes the run; when it ends, runs the rest of its phase and
+ * ends the response. Returns the phase's result, or SUSPENDED if a script
+ * sleeps again. */
+int mm_run_wake(mm_run_t *run, mm_slot_t *slot);
 
 /* Buffers response output of r; passes it down in 8 KB pieces. In the
  * content handler the last piece goes down with EOS, so a small response

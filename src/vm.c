@@ -9,6 +9,7 @@
 
 #include "apr_thread_mutex.h"
 #include "apr_thread_proc.h"
+#include "ap_mpm.h"
 
 #include <mruby.h>
 #include <mruby/error.h>
@@ -23,6 +24,8 @@
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
+
+int mm_vm_async; /* see vm.h; set in child_init */
 
 static apr_threadkey_t *vm_key;           /* child: the calling thread's mm_vm_t */
 static apr_thread_mutex_t *registry_lock; /* child: guards registry */
@@ -85,9 +88,16 @@ mm_vm_t *mm_vm_create(server_rec *s)
     }
     apr_pool_tag(vm->pool, "mod_mruby_vm");
     vm->mrb = mrb;
-    vm->nprocs = mm_code_script_count();
-    vm->procs = apr_pcalloc(vm->pool, sizeof(struct RProc *) * (vm->nprocs + 1));
+    vm->nloaded = mm_code_script_count();
+    vm->loaded = apr_pcalloc(vm->pool, sizeof(mm_loaded_t) * (vm->nloaded + 1));
     vm->files = apr_hash_make(vm->pool);
+    if (mm_vm_async && apr_thread_mutex_create(&vm->lock, APR_THREAD_MUTEX_NESTED, vm->pool) != APR_SUCCESS) {
+        apr_pool_destroy(vm->pool);
+        free(vm);
+        mrb_close(mrb);
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, MM_LOGNO(00015) "cannot create an mruby VM's lock");
+        return NULL;
+    }
     mrb->ud = vm;
 
     ai = mrb_gc_arena_save(mrb);
@@ -137,10 +147,41 @@ mm_vm_t *mm_vm_for_thread(server_rec *s)
     return vm;
 }
 
-/* The thread key's destructor: the thread is exiting. */
+/* The thread key's destructor: the thread is exiting. A VM whose scripts
+ * still sleep is left to the run that finishes the last of them. */
 static void vm_thread_exit(void *data)
 {
-    mm_vm_close(data);
+    mm_vm_t *vm = data;
+    int busy;
+
+    mm_vm_lock(vm);
+    busy = vm->suspended > 0;
+    vm->orphaned = busy;
+    mm_vm_unlock(vm);
+    if (!busy) {
+        mm_vm_close(vm);
+    }
+}
+
+mm_vm_t *mm_vm_enter(mm_vm_t *vm)
+{
+    void *previous = NULL;
+
+    apr_threadkey_private_get(&previous, vm_key);
+    apr_threadkey_private_set(vm, vm_key);
+    mm_vm_lock(vm);
+    return previous;
+}
+
+void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous)
+{
+    int close = vm->orphaned && vm->suspended == 0;
+
+    mm_vm_unlock(vm);
+    apr_threadkey_private_set(previous, vm_key);
+    if (close) {
+        mm_vm_close(vm);
+    }
 }
 
 /* The child is exiting. Its worker threads have ended (their VMs are closed
@@ -153,7 +194,7 @@ static apr_status_t child_exit(void *unused)
     apr_thread_mutex_lock(registry_lock);
     for (vm = registry; vm; vm = next) {
         next = vm->next;
-        if (vm->run == NULL) {
+        if (vm->run == NULL && vm->suspended == 0) {
             registry_remove(vm);
             mrb_close(vm->mrb);
             apr_pool_destroy(vm->pool);
@@ -171,6 +212,9 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     apr_status_t rv;
 
     registry = NULL;
+    if (ap_mpm_query(AP_MPMQ_IS_ASYNC, &mm_vm_async) != APR_SUCCESS) {
+        mm_vm_async = 0;
+    }
     rv = apr_thread_mutex_create(&registry_lock, APR_THREAD_MUTEX_DEFAULT, pchild);
     if (rv == APR_SUCCESS) {
         rv = apr_threadkey_private_create(&vm_key, vm_thread_exit, pchild);

@@ -1,30 +1,40 @@
 /* vm.h: the per-thread mruby VM. Each worker thread owns one mrb_state,
  * created on the thread's first request and closed when the thread (or, for
  * the main thread under prefork, the child process) ends. Nothing on the
- * request path takes a lock to reach it. */
+ * request path takes a global lock to reach it. */
 #ifndef MM_VM_H
 #define MM_VM_H
 
 #include "apr_hash.h"
 #include "apr_pools.h"
+#include "apr_thread_mutex.h"
 #include "httpd.h"
 
 #include <mruby.h>
 
 struct mm_run;
+struct mm_loaded;
 
 typedef struct mm_vm mm_vm_t;
 
-/* Owned by the thread that created it; freed by mm_vm_close. mrb->ud points
- * back to this struct, which is how C methods find the current run. */
+/* Owned by the thread that created it; freed by mm_vm_close (or, when the
+ * thread exits while scripts of this VM sleep, by the run that finishes the
+ * last of them). mrb->ud points back to this struct, which is how C methods
+ * find the current run. */
 struct mm_vm {
     mrb_state *mrb;
-    apr_pool_t *pool;     /* this VM's own pool (private allocator): file table */
-    struct RProc **procs; /* scripts compiled at config time, by id; loaded lazily */
-    int nprocs;
-    apr_hash_t *files;    /* path -> loaded file script (see code.c) */
-    struct mm_run *run;   /* innermost run in progress, NULL between runs */
-    uintptr_t serial;     /* counts runs; wrapper objects remember theirs */
+    apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
+    struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
+    int nloaded;
+    apr_hash_t *files;  /* path -> mm_loaded_t of file scripts */
+    struct mm_run *run; /* innermost run in progress, NULL between runs */
+    uintptr_t serial;   /* counts runs; wrapper objects remember theirs */
+    /* Event MPM only: a sleeping script's fiber stays in this VM and may be
+     * resumed by another thread, so whoever runs Ruby in the VM holds lock
+     * (recursive: runs nest). NULL under prefork and worker: no locking. */
+    apr_thread_mutex_t *lock;
+    int suspended;        /* sleeping runs (under lock) */
+    int orphaned;         /* its thread exited while runs slept (under lock) */
     mm_vm_t *next, *prev; /* the child's list of live VMs */
 };
 
@@ -32,16 +42,42 @@ struct mm_vm {
  * cannot be created. */
 mm_vm_t *mm_vm_for_thread(server_rec *s);
 
-/* A VM for the parent process (configuration phases); closed with pool. */
+/* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);
 void mm_vm_close(mm_vm_t *vm);
 
 /* child_init: creates the thread key and the registry of live VMs. */
 void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
 
+/* True when this child's MPM can suspend requests (event): then fibers may
+ * sleep and VMs are locked. Set in child_init. */
+extern int mm_vm_async;
+
+/* Makes vm the calling thread's VM until mm_vm_leave (a timed callback
+ * resuming a sleeping script of another thread's VM), and takes its lock.
+ * Returns what must be given back to mm_vm_leave. */
+mm_vm_t *mm_vm_enter(mm_vm_t *vm);
+/* Gives the thread its own VM back; closes vm when it was orphaned and no
+ * script of it sleeps any more. */
+void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous);
+
 static inline mm_vm_t *mm_vm_of(mrb_state *mrb)
 {
     return (mm_vm_t *)mrb->ud;
+}
+
+static inline void mm_vm_lock(mm_vm_t *vm)
+{
+    if (vm->lock) {
+        apr_thread_mutex_lock(vm->lock);
+    }
+}
+
+static inline void mm_vm_unlock(mm_vm_t *vm)
+{
+    if (vm->lock) {
+        apr_thread_mutex_unlock(vm->lock);
+    }
 }
 
 #endif

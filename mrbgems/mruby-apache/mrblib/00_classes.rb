@@ -7,6 +7,7 @@ class Apache
   class Headers_out < Table; end
   class Err_headers_out < Table; end
   class Notes < Table; end
+  module Async; end
   class Filter; end
   class AuthnProvider; end
   class AuthzProvider; end

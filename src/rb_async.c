@@ -1,0 +1,58 @@
+/* rb_async.c: Apache::Async.sleep(ms). In a content handler under the event
+ * MPM it suspends the request and frees the worker thread (suspend.c);
+ * everywhere else it blocks, like Apache.sleep. */
+
+#include "httpd.h"
+#include "apr_time.h"
+
+#include <mruby.h>
+#include <mruby/class.h>
+
+#include "binding.h"
+#include "suspend.h"
+
+/* A fiber cannot be yielded across a C frame (a block called from a method
+ * written in C): there the sleep has to block. */
+static int crosses_c_frame(mrb_state *mrb)
+{
+    const mrb_callinfo *ci;
+
+    for (ci = mrb->c->ci; ci >= mrb->c->cibase; ci--) {
+        if (ci->cci > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static mrb_value async_sleep(mrb_state *mrb, mrb_value self)
+{
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Async.sleep");
+    mrb_float ms;
+    apr_interval_time_t usec;
+
+    mrb_get_args(mrb, "f", &ms);
+    if (!(ms >= 0) || ms > 86400000.0) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Async.sleep: milliseconds must be from 0 to 86400000");
+    }
+    usec = (apr_interval_time_t)(ms * 1000.0);
+    if (!mrb_nil_p(run->fiber) && mrb->c->fib == (struct RFiber *)mrb_obj_ptr(run->fiber) &&
+        !crosses_c_frame(mrb)) {
+        run->sleep = usec;
+        return mrb_fiber_yield(mrb, 0, NULL);
+    }
+    if (mrb_nil_p(run->fiber) && run->loaded && mm_suspend_possible(run)) {
+        /* It sleeps through a method defined elsewhere: it could have been
+         * suspended. From its next run on, it runs in a fiber. */
+        run->loaded->may_suspend = 1;
+    }
+    apr_sleep(usec);
+    return mrb_nil_value();
+}
+
+void mm_async_init(mrb_state *mrb)
+{
+    struct RClass *async = mrb_define_module_under(mrb, mm_binding_apache(mrb), "Async");
+
+    mrb_define_module_function(mrb, async, "sleep", async_sleep, MRB_ARGS_REQ(1));
+}

@@ -1,0 +1,217 @@
+"""Top-level `return`, and Apache::Async.sleep: it suspends the request and
+frees the worker thread on the event MPM, and blocks elsewhere; either way
+the output is the same."""
+
+import concurrent.futures
+import signal
+import socket
+import time
+
+import pytest
+
+from httpd import Httpd, module_httpd
+
+BODY = r"""
+AddHandler mruby-script .mrb
+<Location /return>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'hoge'; return if true; Apache.rputs 'foo'"
+</Location>
+<Location /return_in_fixups>
+    mrubyFixupsCode "Apache::Request.new.notes['f'] = 'before'; return; Apache::Request.new.notes['f'] = 'after'"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.notes['f']"
+</Location>
+<Location /sleep>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 300; Apache.rputs 'b'"
+</Location>
+<Location /loop>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "5.times { |s| Apache::Async.sleep 100; Apache.rputs s }"
+</Location>
+<Location /state>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; t = r.args; words = []; 3.times { |i| words << t + i.to_s; Apache::Async.sleep(10 + rand(40)) }; r.headers_out['X-Token'] = t; Apache.rputs words.join(',')"
+</Location>
+<Location /two>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'one,'; Apache::Async.sleep 100; Apache.rputs 'two,'"
+    mrubyHandlerCode "Apache.rputs 'three,'; Apache::Async.sleep 100; Apache.rputs 'four'"
+</Location>
+<Location /raise_after>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'x'; Apache::Async.sleep 100; raise ArgumentError, 'raised after the resume'"
+</Location>
+<Location /fixups_sleep>
+    mrubyFixupsCode "Apache::Async.sleep 100; Apache::Request.new.notes['s'] = 'slept in fixups'"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.notes['s']"
+</Location>
+<Location /indirect>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def nap; Apache::Async.sleep 50; end unless respond_to?(:nap, true); Apache.rputs 'p'; nap; Apache.rputs 'q'"
+</Location>
+<Location /fast>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'fast'"
+</Location>
+"""
+
+FILES = {
+    "htdocs/sleep.mrb": "Apache.rputs 'file '\nApache::Async.sleep 100\nApache.rputs 'done'\n",
+    "htdocs/yield.mrb": "Fiber.yield 1 if Apache::Async\nApache.rputs 'not reached'\n",
+}
+
+server = module_httpd("async", BODY, files=FILES)
+
+
+def test_top_level_return_ends_the_script(server):
+    for _ in range(2):
+        r = server.get("/return")
+        assert (r.status, r.body) == (200, b"hoge")
+
+
+def test_top_level_return_in_other_phases(server):
+    r = server.get("/return_in_fixups")
+    assert (r.status, r.body) == (200, b"before")
+
+
+def test_output_before_and_after_a_sleep_arrives_in_order(server):
+    for _ in range(2):
+        r = server.get("/sleep")
+        assert (r.status, r.body) == (200, b"ab")
+
+
+def test_sleep_in_a_loop(server):
+    r = server.get("/loop")
+    assert (r.status, r.body) == (200, b"01234")
+
+
+def test_sleep_in_a_file_script(server):
+    r = server.get("/sleep.mrb")
+    assert (r.status, r.body) == (200, b"file done")
+
+
+def test_scripts_after_a_sleeping_one_run_after_it(server):
+    r = server.get("/two")
+    assert (r.status, r.body) == (200, b"one,two,three,four")
+
+
+def test_exception_after_resume_is_500_and_logged(server):
+    r = server.get("/raise_after")
+    assert r.status == 500
+    assert b"x" not in r.body
+    server.wait_log(r"MRB00030: Handler script .* raised ArgumentError at .*: raised after the resume")
+    assert server.get("/fast").body == b"fast"
+
+
+def test_sleep_blocks_in_other_phases(server):
+    r = server.get("/fixups_sleep")
+    assert (r.status, r.body) == (200, b"slept in fixups")
+
+
+def test_sleep_through_a_method_defined_elsewhere(server):
+    # the first run of each VM blocks; later ones run in a fiber
+    for _ in range(4):
+        r = server.get("/indirect")
+        assert (r.status, r.body) == (200, b"pq")
+
+
+def test_many_sleepers_keep_their_own_state(server):
+    mark = len(server.error_log())
+    tokens = ["t%02d" % i for i in range(40)]
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        results = list(pool.map(lambda t: server.get("/state?" + t), tokens))
+    for t, r in zip(tokens, results):
+        assert r.status == 200
+        assert r.body.decode() == "%s0,%s1,%s2" % (t, t, t)
+        assert r.headers["X-Token"] == t
+    assert "[mruby:error]" not in server.error_log()[mark:]
+
+
+def test_yielding_the_script_fiber_directly_is_an_error(server):
+    if server.mpm != "event":
+        # No fiber: Fiber.yield at top level is mruby's own error.
+        assert server.get("/yield.mrb").status == 500
+        return
+    assert server.get("/yield.mrb").status == 500
+    server.wait_log(r"MRB00060: Handler script .*yield\.mrb yielded its own fiber")
+
+
+# ------------------------------------------------------------ event MPM
+
+TWO_THREADS = dict(StartServers=1, ServerLimit=1, ThreadsPerChild=2, MinSpareThreads=2,
+                   MaxSpareThreads=2, MaxRequestWorkers=2, AsyncRequestWorkerFactor=20)
+
+SLEEP_1S = r"""
+<Location /sleep1>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs 'start ' + r.args; Apache::Async.sleep 1000; Apache.rputs ' end'"
+</Location>
+<Location /fast>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'fast'"
+</Location>
+"""
+
+
+@pytest.fixture
+def event_two_threads(make_httpd):
+    return make_httpd("async-event", "event", SLEEP_1S, mpm_conf=TWO_THREADS).start()
+
+
+def test_sleeping_requests_free_the_worker_threads(event_two_threads):
+    srv = event_two_threads
+    srv.get("/fast")
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        sleepers = [pool.submit(srv.get, "/sleep1?%d" % i) for i in range(20)]
+        time.sleep(0.3)
+        t = time.monotonic()
+        fast = srv.get("/fast")
+        fast_time = time.monotonic() - t
+        results = [f.result() for f in sleepers]
+    elapsed = time.monotonic() - start
+    assert [(r.status, r.body) for r in results] == [(200, b"start %d end" % i) for i in range(20)]
+    assert all(r.headers["Connection"] == "close" for r in results)
+    assert (fast.status, fast.body) == (200, b"fast")
+    # Two threads sleeping in turn would need 10 s; other URLs would wait.
+    assert elapsed < 5, elapsed
+    assert fast_time < 0.5, fast_time
+
+
+def test_client_disconnect_during_a_sleep(event_two_threads):
+    srv = event_two_threads
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"GET /sleep1?gone HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.05)
+        s.close()
+    time.sleep(1.5)  # the sleeps end and write to closed connections
+    assert srv.get("/fast").body == b"fast"
+    r = srv.get("/sleep1?after")
+    assert (r.status, r.body) == (200, b"start after end")
+
+
+def test_graceful_restart_with_sleeping_requests(event_two_threads):
+    srv = event_two_threads
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        sleepers = [pool.submit(srv.get, "/sleep1?%d" % i) for i in range(8)]
+        time.sleep(0.3)
+        srv.graceful()
+        results = [f.result() for f in sleepers]
+    assert [(r.status, r.body) for r in results] == [(200, b"start %d end" % i) for i in range(8)]
+    assert srv.get("/fast").body == b"fast"
+
+
+def test_graceful_stop_with_sleeping_requests(make_httpd):
+    srv = make_httpd("async-stop", "event", SLEEP_1S, mpm_conf=TWO_THREADS).start()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        sleepers = [pool.submit(srv.get, "/sleep1?%d" % i) for i in range(4)]
+        time.sleep(0.3)
+        srv.signal(signal.SIGWINCH)
+        results = [f.result() for f in sleepers]
+    assert [(r.status, r.body) for r in results] == [(200, b"start %d end" % i) for i in range(4)]
+    srv.proc.wait(timeout=20)
+    assert "AH00492: caught SIGWINCH, shutting down gracefully" in srv.error_log()
