@@ -198,6 +198,15 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
 
 static mrb_value run_direct(mrb_state *mrb, void *proc)
 {
+    /* Nested in a C method (a filter under Apache.rputs, whose output goes
+     * down the chain): mrb_top_run would start the script's registers on
+     * the method's own and clear them, its arguments with them (the String
+     * being written, which the GC then frees). Yielding puts the script's
+     * frame above the method's. */
+    if (mrb->c->ci != mrb->c->cibase) {
+        return mrb_yield_with_class(mrb, mrb_obj_value((struct RProc *)proc), 0, NULL, mrb_top_self(mrb),
+                                    mrb->object_class);
+    }
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 

@@ -28,6 +28,7 @@ mrubyOutputFilterNamedCode brackets "f = Apache::Filter.new; f.body = '[' + f.bo
 mrubyOutputFilterNamed count {root}/scripts/count.rb stream
 mrubyOutputFilterNamed frame {root}/scripts/frame.rb cache stream
 mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
+mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |i| a << i.to_s }; GC.start; return unless f.eos?; f.insert_tail 'end'" stream
 
 <Location /upper>
     SetOutputFilter mruby
@@ -110,6 +111,16 @@ mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
     SetHandler mruby-native-script
     mrubyHandlerCode "30.times { Apache.rputs 'x' * 10000 }; Apache.rputs 'end'"
     SetOutputFilter late_failure
+</Location>
+<Location /bigwrites>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "3.times { |i| Apache.rputs i.to_s * 70000 }"
+    SetOutputFilter churn
+</Location>
+<Location /sleeper>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "3.times { |i| Apache.rputs i.to_s * 70000; Apache::Async.sleep 20 }"
+    SetOutputFilter frame
 </Location>
 <Location /handler>
     SetHandler mruby-native-script
@@ -415,3 +426,25 @@ def test_many_clients_each_get_their_own_filtered_response(srv):
         wrong = [w for ws in pool.map(client, range(16)) for w in ws]
     assert wrong == []
     assert srv.error_log().count("[mruby:error]") == errors_before
+
+
+def test_stream_filter_state_survives_a_handler_that_sleeps(srv):
+    # Under the event MPM the handler's script sleeps without its thread and
+    # resumes on any: the filter's runs and their ctx follow it.
+    for _ in range(2):
+        r = srv.get("/sleeper")
+        assert r.status == 200
+        body = b"".join(str(i).encode() * 70000 for i in range(3))
+        assert r.body.startswith(b"\x00\xff<" + body + b">\x00")
+        runs = int(r.body[len(body) + 5:])
+        assert runs >= 4  # at least one per 64 KB, and the end
+
+
+def test_a_filter_collecting_garbage_under_a_handlers_large_writes(srv):
+    # Each 70 KB write goes down the chain as it is written, pointing into
+    # the handler's String, while the filter's script runs and collects
+    # garbage: the String must survive it. The filter's top-level return
+    # ends only its own script.
+    r = srv.get("/bigwrites")
+    assert r.status == 200
+    assert r.body == b"".join(str(i).encode() * 70000 for i in range(3)) + b"end"
