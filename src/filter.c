@@ -58,19 +58,36 @@ const char *mm_filter_check_named(cmd_parms *cmd, const mm_slot_script_t *s, int
     return NULL;
 }
 
-/* The state belongs to the VM of one thread: only that thread may touch
- * it. Another thread's request-pool cleanup leaves it to the VM. */
-void mm_filter_state_release(mm_filter_state_t *st)
+static void unregister(mm_filter_state_t *st)
 {
-    if (st->vm && apr_os_thread_equal(st->thread, apr_os_thread_current())) {
-        mrb_gc_unregister(st->vm->mrb, st->hash);
-        st->vm = NULL;
+    mm_vm_t *vm = st->vm;
+
+    /* Under the event MPM another thread may be in the VM, resuming a
+     * sleeping script: the VM's lock keeps us apart. */
+    mm_vm_lock(vm);
+    mrb_gc_unregister(vm->mrb, st->hash);
+    mm_vm_unlock(vm);
+    st->vm = NULL;
+}
+
+void mm_filter_state_release(mm_filter_state_t *st, request_rec *r)
+{
+    if (st->vm && mm_vm_for_thread(r->server) == st->vm) {
+        unregister(st);
     }
 }
 
+/* The request's pool is going and the filter never saw the end of the
+ * body. Only the thread that made the Hash knows that its VM is still
+ * there; when the pool goes in another thread (event MPM write completion)
+ * the Hash is left to the VM, which frees it when it closes. */
 static apr_status_t state_cleanup(void *data)
 {
-    mm_filter_state_release(data);
+    mm_filter_state_t *st = data;
+
+    if (st->vm && apr_os_thread_equal(st->thread, apr_os_thread_current())) {
+        unregister(st);
+    }
     return APR_SUCCESS;
 }
 
@@ -88,8 +105,7 @@ mrb_value mm_filter_state_hash(mrb_state *mrb, mm_filter_run_t *run)
             st->cleanup_registered = 1;
         }
     } else if (st->vm != mm_vm_of(mrb)) {
-        mrb_raise(mrb, E_RUNTIME_ERROR,
-                  "Apache::Filter#ctx: this request's filter state was made by another thread's VM");
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Filter#ctx: this request's filter state is in another VM");
     }
     return st->hash;
 }

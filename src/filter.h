@@ -19,14 +19,14 @@
 
 /* The Hash behind Apache::Filter#ctx, made on first use. It is kept from
  * the GC of the VM that made it (mrb_gc_register) until the filter is done
- * with its request: at the end of the body, or when the request's pool goes
- * if that happens in the same thread. A pool destroyed by another thread
- * (event MPM write completion after an aborted body) leaves it to the VM,
- * which frees it when it closes. */
+ * with its request: at the end of the body, or when the request's pool
+ * goes (see filter.c for when that cannot be done). A filter's runs for
+ * one request use one VM: the thread's, or the one it entered to resume
+ * the request's sleeping script. */
 typedef struct {
     mm_vm_t *vm; /* the VM holding the Hash; NULL when there is none */
     mrb_value hash;
-    apr_os_thread_t thread; /* the thread that owns vm */
+    apr_os_thread_t thread; /* the thread that made the Hash */
     int cleanup_registered; /* on the request pool */
     apr_size_t handed;      /* bytes given to Ruby as Strings since the last full GC */
 } mm_filter_state_t;
@@ -67,19 +67,20 @@ int mm_filter_run(const mm_phase_t *kind, const mm_slot_script_t *slot, mm_filte
  * the state is held by another thread's VM. */
 mrb_value mm_filter_state_hash(mrb_state *mrb, mm_filter_run_t *run);
 
-/* The filter is done with its request: lets the Hash go. */
-void mm_filter_state_release(mm_filter_state_t *st);
+/* The filter is done with r: lets the Hash go (from the thread that runs
+ * the filter, whose VM is the Hash's). */
+void mm_filter_state_release(mm_filter_state_t *st, request_rec *r);
 
 /* How many named filters of each direction a configuration may define:
  * each gets a filter function of its own (so that mod_filter, which calls
  * providers with its own filter record, still reaches the right script). */
 #define MM_NAMED_FILTERS_MAX 32
-#define MM_FOR_NAMED_FILTERS(X)                                                                              \
-    X(0)                                                                                                     \
-    X(1)                                                                                                     \
-    X(2)                                                                                                     \
-    X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20)     \
-        X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+/* clang-format off */
+#define MM_FOR_NAMED_FILTERS(X)                                                 \
+    X(0)  X(1)  X(2)  X(3)  X(4)  X(5)  X(6)  X(7)  X(8)  X(9)  X(10) X(11)     \
+    X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)     \
+    X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+/* clang-format on */
 
 /* Checks a new named filter for its direction ("output", "input"):
  * exists is whether httpd knows the name already, count how many named
