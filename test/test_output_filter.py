@@ -253,10 +253,27 @@ def test_failure_before_anything_was_sent_is_an_error_page(srv, path, status, lo
         srv.wait_log(log)
 
 
-def test_error_create_honours_error_document(srv):
-    r = srv.get("/error/doc/a.txt")
-    assert r.status == 503
-    assert r.body == b"the filter said no"
+@pytest.mark.parametrize("path, status, body", [
+    # ErrorDocument applies to error_create's status
+    ("/error/doc/a.txt", 503, b"the filter said no"),
+    # SetOutputFilter shout;brackets: in that order
+    ("/named/a.txt", 200, b"[NAMED\n]"),
+    # behind mod_include: the whole page, included part and all, once
+    ("/ssi/page.shtml", 200, b"<P>TOP</P><B>INCLUDED</B><P>BOTTOM</P><!-- filtered once -->"),
+    # AddOutputFilterByType mruby text/html
+    ("/bytype/a.html", 200, b"<!-- html only --><p>page</p>"),
+    ("/bytype/a.txt", 200, b"text"),
+    # a named filter as mod_filter's provider, for HTML only
+    ("/provider/a.html", 200, b"<P>PAGE</P>"),
+    ("/provider/a.txt", 200, b"text"),
+    # the section's filter as mod_filter's provider, for plain text only
+    ("/provider-section/a.txt", 200, b"<plain>"),
+    ("/provider-section/a.html", 200, b"<p>html</p>"),
+])
+def test_where_filters_apply(srv, path, status, body):
+    r = srv.get(path)
+    assert r.status == status
+    assert r.body == body
 
 
 def test_mruby_filter_without_a_script_passes_and_warns(srv):
@@ -264,12 +281,6 @@ def test_mruby_filter_without_a_script_passes_and_warns(srv):
     assert r.status == 200
     assert r.body == b"as it is\n"
     srv.wait_log(r"MRB00510: .*/none/a\.txt.*no mrubyOutputFilter applies")
-
-
-def test_named_filters_chain_in_order(srv):
-    r = srv.get("/named/a.txt")
-    assert r.status == 200
-    assert r.body == b"[NAMED\n]"
 
 
 def test_stream_mode_small_response_keeps_its_length(srv):
@@ -328,34 +339,6 @@ def test_stream_filter_in_front_of_mod_deflate(srv):
     plain = srv.get("/gz/a.txt")
     assert plain.headers.get("Content-Encoding") is None
     assert plain.body == b"COMPRESS ME " * 5000
-
-
-def test_behind_mod_include_the_filter_sees_the_whole_page_once(srv):
-    r = srv.get("/ssi/page.shtml")
-    assert r.status == 200
-    assert r.body == b"<P>TOP</P><B>INCLUDED</B><P>BOTTOM</P><!-- filtered once -->"
-
-
-def test_add_output_filter_by_type(srv):
-    html = srv.get("/bytype/a.html")
-    assert html.body == b"<!-- html only --><p>page</p>"
-    text = srv.get("/bytype/a.txt")
-    assert text.body == b"text"
-
-
-def test_named_filter_as_a_mod_filter_provider(srv):
-    html = srv.get("/provider/a.html")
-    assert html.status == 200
-    assert html.body == b"<P>PAGE</P>"
-    text = srv.get("/provider/a.txt")
-    assert text.body == b"text"
-
-
-def test_the_section_filter_as_a_mod_filter_provider(srv):
-    r = srv.get("/provider-section/a.txt")
-    assert r.status == 200
-    assert r.body == b"<plain>"
-    assert srv.get("/provider-section/a.html").body == b"<p>html</p>"
 
 
 def test_one_end_of_stream_per_response_on_a_kept_alive_connection(srv):
