@@ -123,6 +123,15 @@ mrubyAuthzProviderCode answers42 "Apache.return 42"
     </RequireAll>
 """ + HELLO + r"""
 </Location>
+<Location /not-admins>
+""" + AUTHZ_BASIC + r"""
+    mrubyAuthnCheckPassword {root}/scripts/basic.rb
+    <RequireAll>
+        Require valid-user
+        Require not team admins
+    </RequireAll>
+""" + HELLO + r"""
+</Location>
 <Location /alias>
 """ + AUTHZ_BASIC + r"""
     mrubyAuthnCheckPassword {root}/scripts/basic.rb
@@ -325,6 +334,13 @@ def test_two_lines_of_one_provider_in_one_section(srv):
     assert r.headers["X-Team-staff"] == "staff"
     assert r.headers["X-Team-admins"] == "admins|staff"
     assert srv.get("/both/", headers=basic("alice", "wonderland")).status == 403
+
+
+def test_require_not(srv):
+    r = srv.get("/not-admins/", headers=basic("bob", "pass:with:colons"))
+    assert r.status == 200
+    assert r.body == b"hello bob via Basic"
+    assert srv.get("/not-admins/", headers=basic("alice", "wonderland")).status == 403
 
 
 def test_no_user_yet_asks_for_authentication(srv):
