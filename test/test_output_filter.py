@@ -53,6 +53,10 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
     SetOutputFilter mruby
     mrubyOutputFilterCode "Apache.return Apache::HTTP_FORBIDDEN"
 </Location>
+<Location /odd>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache.return 7"
+</Location>
 <Location /raise>
     SetOutputFilter mruby
     mrubyOutputFilterCode "raise ArgumentError, 'bad filter'"
@@ -173,6 +177,7 @@ FILES = {
     "htdocs/error/doc/a.txt": "never shown\n",
     "htdocs/returned/a.txt": "never shown\n",
     "htdocs/raise/a.txt": "never shown\n",
+    "htdocs/odd/a.txt": "never shown\n",
     "htdocs/rputs/a.txt": "never shown\n",
     "htdocs/none/a.txt": "as it is\n",
     "htdocs/named/a.txt": "named\n",
@@ -241,6 +246,8 @@ def test_mod_mruby_head_tail_example_runs_unchanged(srv):
     ("/returned/a.txt", 403, None),
     ("/raise/a.txt", 500,
      r"MRB00030: OutputFilter script .*httpd\.conf:\d+ raised ArgumentError .*bad filter"),
+    ("/odd/a.txt", 500,
+     r"MRB00500: OutputFilter mruby \(.*httpd\.conf:\d+\): Apache\.return\(7\) means nothing to a filter"),
     ("/rputs/a.txt", 500,
      r"MRB00030: OutputFilter .*Apache\.rputs cannot be used in a OutputFilter script"),
 ])
