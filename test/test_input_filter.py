@@ -48,6 +48,10 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
     SetInputFilter mruby
     mrubyInputFilterCode "raise 'input filter bug'"
 </Location>
+<Location /no-script>
+    SetHandler reflector
+    SetInputFilter mruby
+</Location>
 <Location /refuse-all>
     SetInputFilter mruby
     mrubyInputFilterCode "Apache::Filter.new.error_create 403"
@@ -253,3 +257,10 @@ def test_a_request_without_a_body_is_not_filtered(front):
         assert r.status == 200
         assert r.body == b"no body, no filter"
     assert "/refuse-all" not in front.error_log()
+
+
+def test_mruby_input_filter_without_a_script_passes_and_warns(front):
+    r = front.request("POST", "/no-script", body=b"as it came")
+    assert r.status == 200
+    assert r.body == b"as it came"
+    front.wait_log(r"MRB00520: .*/no-script, but no mrubyInputFilter applies there")
