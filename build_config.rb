@@ -15,6 +15,11 @@ MRuby::Build.new do |conf|
 
   conf.cc.flags << '-fPIC' << '-O2' << '-g'
 
+  # mruby calls a hook before every instruction: mrubyTimeout uses it to stop
+  # scripts that run too long. (Debian's libmruby has no such hook.)
+  conf.cc.defines << 'MRB_USE_DEBUG_HOOK'
+
+
   conf.gembox 'stdlib'
   conf.gembox 'stdlib-ext'
   conf.gembox 'stdlib-io'

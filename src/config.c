@@ -10,6 +10,7 @@
  * a phase replaces what it inherits for that phase. */
 
 #include <stdint.h>
+#include <string.h>
 #include <strings.h>
 
 #include "apr_strings.h"
@@ -21,15 +22,20 @@
 #include "mod_mruby.h"
 
 unsigned int mm_config_phase_mask;
+mm_settings_t mm_settings;
 
 void mm_config_pre_config(apr_pool_t *pconf)
 {
     mm_config_phase_mask = 0;
+    memset(&mm_settings, 0, sizeof mm_settings);
 }
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir)
 {
-    return apr_pcalloc(p, sizeof(mm_dir_conf_t));
+    mm_dir_conf_t *conf = apr_pcalloc(p, sizeof *conf);
+
+    conf->timeout = MM_UNSET;
+    return conf;
 }
 
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
@@ -44,6 +50,7 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     for (i = 0; i < MM_SLOT_COUNT; i++) {
         conf->slots[i] = add->slots[i] ? add->slots[i] : base->slots[i];
     }
+    conf->timeout = add->timeout != MM_UNSET ? add->timeout : base->timeout;
     return conf;
 }
 
@@ -139,6 +146,87 @@ static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
     return NULL;
 }
 
+/* A whole number with an optional K, M or G suffix (powers of 1024). */
+static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t *out)
+{
+    char *end;
+    apr_int64_t n = apr_strtoi64(arg, &end, 10);
+    apr_uint64_t unit = 1;
+
+    if (*end && !end[1]) {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            unit = 1024;
+            end++;
+            break;
+        case 'm':
+        case 'M':
+            unit = 1024 * 1024;
+            end++;
+            break;
+        case 'g':
+        case 'G':
+            unit = 1024 * 1024 * 1024;
+            end++;
+            break;
+        }
+    }
+    if (end == arg || *end || n < 0 || (apr_uint64_t)n > UINT64_MAX / unit) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number", cmd->cmd->name, arg);
+    }
+    if ((apr_uint64_t)n * unit < min) {
+        return apr_psprintf(cmd->pool, "%s: %s is below the minimum of %" APR_UINT64_T_FMT, cmd->cmd->name,
+                            arg, min);
+    }
+    *out = (apr_uint64_t)n * unit;
+    return NULL;
+}
+
+/* mrubyMemoryLimit BYTES: below about a megabyte a VM cannot even start. */
+static const char *cmd_memory_limit(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_uint64_t n = 0;
+
+    if (err == NULL && strcasecmp(arg, "off") != 0) {
+        err = parse_size(cmd, arg, 1024 * 1024, &n);
+    }
+    mm_settings.memory_limit = (apr_size_t)n;
+    return err;
+}
+
+static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    return err ? err : parse_size(cmd, arg, 0, &mm_settings.max_requests);
+}
+
+/* mrubyTimeout MS|off. Stopping a script needs mruby's instruction hook,
+ * which only a libmruby built with MRB_USE_DEBUG_HOOK has. */
+static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    apr_uint64_t ms = 0;
+    const char *err = NULL;
+
+    if (strcasecmp(arg, "off") != 0) {
+        err = parse_size(cmd, arg, 0, &ms);
+    }
+    if (err) {
+        return err;
+    }
+#ifndef MRB_USE_DEBUG_HOOK
+    if (ms > 0) {
+        return "mrubyTimeout: this mod_mruby's libmruby was built without MRB_USE_DEBUG_HOOK, which "
+               "stopping scripts needs; build mod_mruby with --with-mruby-source (see docs/building.md)";
+    }
+#endif
+    dc->timeout = (apr_interval_time_t)ms * 1000;
+    return NULL;
+}
+
 /* Where httpd lets each kind of directive appear; check_context narrows. */
 #define MM_CONTEXT_DIR    (RSRC_CONF | ACCESS_CONF)
 #define MM_CONTEXT_URI    (RSRC_CONF | ACCESS_CONF)
@@ -165,6 +253,12 @@ const command_rec mm_directives[] = {
     MM_SLOT_DIRECTIVES
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
                  "accepted for compatibility with older configurations; has no effect"),
+    AP_INIT_TAKE1("mrubyTimeout", cmd_timeout, NULL, MM_DIR_CONTEXT,
+                  "longest time, in milliseconds, a script may run; 'off' for no limit"),
+    AP_INIT_TAKE1("mrubyMemoryLimit", cmd_memory_limit, NULL, RSRC_CONF,
+                  "most memory one VM may use (bytes, or with K, M, G); 'off' for no limit"),
+    AP_INIT_TAKE1("mrubyMaxRequestsPerVM", cmd_max_requests, NULL, RSRC_CONF,
+                  "runs after which a VM is replaced by a fresh one; 0 for never"),
     {NULL},
 };
 /* clang-format on */

@@ -19,9 +19,22 @@ typedef struct {
     /* scripts[phase] is NULL or points at MM_ORDER_COUNT arrays (any of them
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
+    apr_interval_time_t timeout; /* mrubyTimeout; MM_UNSET: inherit; 0: none */
     /* The section's filter and authn scripts (slots.h); NULL: inherited. */
     const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
+
+#define MM_UNSET (-1)
+
+/* Settings of the VMs, from the main server's configuration (one set per
+ * process: VMs serve all virtual hosts). Written only while configuration
+ * is read. */
+typedef struct {
+    apr_size_t memory_limit;   /* mrubyMemoryLimit: bytes per VM; 0: none */
+    apr_uint64_t max_requests; /* mrubyMaxRequestsPerVM: 0: no limit */
+} mm_settings_t;
+
+extern mm_settings_t mm_settings;
 
 extern const command_rec mm_directives[];
 

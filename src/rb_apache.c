@@ -49,6 +49,8 @@ void mm_apache_init(mrb_state *mrb)
 
     mrb_define_class_method(mrb, apache, "rputs", apache_rputs, MRB_ARGS_REQ(1));
     mrb_define_class_method(mrb, apache, "return", apache_return, MRB_ARGS_REQ(1));
+    /* Raised into a script that runs longer than mrubyTimeout. */
+    mrb_define_class_under(mrb, apache, "Timeout", mrb->eException_class);
 
 #define MM_CONST(name) mrb_define_const(mrb, apache, #name, mrb_fixnum_value(name));
 #include "constants.inc"

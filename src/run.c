@@ -14,10 +14,14 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
+#include <mruby/throw.h>
+
 #include <mruby/class.h>
 #include <mruby/variable.h>
 
+#include "config.h"
 #include "error.h"
+
 #include "suspend.h"
 #include "mod_mruby.h"
 #include "run.h"
@@ -52,7 +56,11 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
     if (r->eos_sent) {
         return APR_EOF; /* the response is complete (e.g. LogTransaction) */
     }
+    if (r->connection->aborted) {
+        return APR_ECONNABORTED; /* the client is gone: nobody reads it */
+    }
     if (resp == NULL) {
+
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
         ap_set_module_config(r->request_config, &mruby_module, resp);
@@ -196,8 +204,11 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
 
 /* The three ways into a script, each a body for mrb_protect_error. */
 
+/* Each body first notes its catch point, the one mrb_protect_error set up:
+ * where a hard stop (timeout_hook) jumps to. */
 static mrb_value run_direct(mrb_state *mrb, void *proc)
 {
+    mm_vm_of(mrb)->run->escape = mrb->jmp;
     /* Nested in a C method (a filter under Apache.rputs, whose output goes
      * down the chain): mrb_top_run would start the script's registers on
      * the method's own and clear them, its arguments with them (the String
@@ -220,6 +231,7 @@ static mrb_value run_in_fiber(mrb_state *mrb, void *proc)
     struct RClass *async = mrb_module_get_under(mrb, mrb_class_get(mrb, "Apache"), "Async");
     mrb_value args[2] = {mrb_top_self(mrb), mrb_obj_value((struct RProc *)proc)};
 
+    run->escape = mrb->jmp;
     run->fiber = mrb_funcall_argv(mrb, mrb_obj_value(async), mrb_intern_lit(mrb, "__fiber"), 2, args);
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
     return run->fiber;
@@ -229,8 +241,86 @@ static mrb_value run_resume(mrb_state *mrb, void *ud)
 {
     mm_run_t *run = ud;
 
+    run->escape = mrb->jmp;
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
     return run->fiber;
+}
+
+/* mrubyTimeout: mruby calls the hook before every instruction; it looks at
+ * the clock every 1024 instructions. Once the time is up it raises
+ * Apache::Timeout (not a StandardError: a plain rescue does not catch it),
+ * again every 1024 instructions while the script goes on, so loops and
+ * ensure clauses end and the VM goes on serving. (Raising before every
+ * instruction would not do: mruby would raise again at the first
+ * instruction of each rescue clause, forever.) A script still running when
+ * the grace time is over as well rescues Exception itself: it is stopped by
+ * jumping straight to its run's own catch point, which unwinds mruby's
+ * stack without running rescue clauses, and the VM is replaced. Only a
+ * libmruby built with MRB_USE_DEBUG_HOOK has the hook; elsewhere the
+ * directive is refused (config.c). */
+#ifdef MRB_USE_DEBUG_HOOK
+static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
+{
+    mm_vm_t *vm = mm_vm_of(mrb);
+    struct RClass *timeout;
+    apr_time_t now;
+
+    if ((++vm->ticks & 1023) != 0 || (now = apr_time_now()) < vm->deadline) {
+        return;
+    }
+    vm->timed_out = 1;
+    timeout = mrb_class_get_under(mrb, mrb_class_get(mrb, "Apache"), "Timeout");
+    if (now >= vm->deadline + vm->grace && vm->run && vm->run->escape) {
+        mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
+        vm->stopped = 1;
+        vm->retire = 1;
+        MRB_THROW((struct mrb_jmpbuf *)vm->run->escape);
+    }
+    mrb_raise(mrb, timeout, "the script ran longer than mrubyTimeout allows");
+}
+#endif
+
+/* The timer of an outer run, kept while a nested run has its own. */
+typedef struct {
+    void *hook;
+    apr_time_t deadline;
+    int timed_out;
+} mm_timer_t;
+
+static void arm_timeout(mm_run_t *run, mm_timer_t *saved)
+{
+#ifdef MRB_USE_DEBUG_HOOK
+    mm_vm_t *vm = run->vm;
+
+    saved->hook = (void *)vm->mrb->code_fetch_hook;
+    saved->deadline = vm->deadline;
+    saved->timed_out = vm->timed_out;
+    if (run->timeout > 0) {
+        vm->deadline = apr_time_now() + run->timeout;
+        vm->grace = run->timeout > apr_time_from_msec(100) ? run->timeout : apr_time_from_msec(100);
+        vm->timed_out = 0;
+        vm->ticks = 0;
+        vm->mrb->code_fetch_hook = timeout_hook;
+    }
+#endif
+}
+
+/* Returns whether run's own time ran out. */
+static int disarm_timeout(mm_run_t *run, const mm_timer_t *saved)
+{
+    int timed_out = 0;
+#ifdef MRB_USE_DEBUG_HOOK
+    mm_vm_t *vm = run->vm;
+
+    if (run->timeout > 0) {
+        timed_out = vm->timed_out;
+        vm->mrb->code_fetch_hook =
+            (void (*)(mrb_state *, const struct mrb_irep *, const mrb_code *, mrb_value *))saved->hook;
+        vm->deadline = saved->deadline;
+        vm->timed_out = saved->timed_out;
+    }
+#endif
+    return timed_out;
 }
 
 static int is_sleeping(mm_run_t *run)
@@ -246,10 +336,14 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
 
     for (;;) {
         mrb_bool raised = FALSE;
+        mm_timer_t outer_timer;
         mrb_value exc;
+        int timed_out;
 
         run->sleep = -1;
+        arm_timeout(run, &outer_timer);
         exc = mrb_protect_error(mrb, body, arg, &raised);
+        timed_out = disarm_timeout(run, &outer_timer);
         /* At top level an uncaught exception comes back in mrb->exc; in a
          * nested run (a subrequest made by a script) it is thrown to us. */
         if (!raised && mrb->exc) {
@@ -258,8 +352,26 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         }
         mrb->exc = NULL;
         if (raised) {
+            int result;
+
             mm_error_log_exception(run->vm, exc, run->r, run->s, run->kind->stem, run->script);
-            return result_of_exception(run);
+            if (run->vm->stopped) {
+                /* Its fiber, if any, is abandoned mid-run: back to the root
+                 * context; the VM is replaced before its next request. */
+                run->vm->stopped = 0;
+                mrb->c = mrb->root_c;
+                run->fiber = mrb_nil_value();
+                ap_log_error(APLOG_MARK, APLOG_WARNING, 0, run->s,
+                             MM_LOGNO(00063) "%s script %s rescued Apache::Timeout and went on: stopped, "
+                                             "and its VM replaced",
+                             run->kind->stem, run->script);
+            }
+
+            result = result_of_exception(run);
+            /* A content handler out of time: the server is too busy. */
+            return (timed_out && result != DONE && (run->kind->flags & MM_KIND_CONTENT))
+                       ? HTTP_SERVICE_UNAVAILABLE
+                       : result;
         }
         if (!is_sleeping(run)) {
             return result_of_return(run);
@@ -307,6 +419,9 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     run.outer = vm->run;
     run.vm = vm;
     run.fiber = mrb_nil_value();
+    if (r) {
+        run.timeout = ((mm_dir_conf_t *)ap_get_module_config(r->per_dir_config, &mruby_module))->timeout;
+    }
     vm->run = &run;
     ai = mrb_gc_arena_save(mrb);
 
@@ -324,6 +439,9 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
+    if (run.outer == NULL) {
+        mm_vm_ran(vm, s);
+    }
     mm_vm_unlock(vm);
     return result;
 }

@@ -18,17 +18,21 @@
 typedef struct mm_run {
     request_rec *r; /* the request; NULL in server phases */
     server_rec *s;
-    const mm_phase_t *kind;     /* the phase, or another kind of run */
-    void *data;                 /* what the kind's own API needs (a filter's context,
-                                   a provider's arguments), or NULL */
-    const char *script;         /* its name, for logs */
-    int status;                 /* set by Apache.return; MM_STATUS_UNSET otherwise */
-    uintptr_t serial;           /* objects made during this run carry it */
-    struct mm_run *outer;       /* the run this one is nested in (subrequests), or NULL */
-    mm_vm_t *vm;                /* the VM the script runs in */
-    mm_loaded_t *loaded;        /* the script, as loaded in vm */
-    mrb_value fiber;            /* the fiber the script runs in, or nil (run directly) */
-    apr_interval_time_t sleep;  /* set by Apache::Async.sleep before it yields; else -1 */
+    const mm_phase_t *kind;      /* the phase, or another kind of run */
+    void *data;                  /* what the kind's own API needs (a filter's context,
+                                    a provider's arguments), or NULL */
+    const char *script;          /* its name, for logs */
+    int status;                  /* set by Apache.return; MM_STATUS_UNSET otherwise */
+    uintptr_t serial;            /* objects made during this run carry it */
+    struct mm_run *outer;        /* the run this one is nested in (subrequests), or NULL */
+    mm_vm_t *vm;                 /* the VM the script runs in */
+    mm_loaded_t *loaded;         /* the script, as loaded in vm */
+    mrb_value fiber;             /* the fiber the script runs in, or nil (run directly) */
+    apr_interval_time_t sleep;   /* set by Apache::Async.sleep before it yields; else -1 */
+    apr_interval_time_t timeout; /* mrubyTimeout for each stretch it runs; 0: none */
+    void *escape;                /* the catch point (struct mrb_jmpbuf) of the
+                                    stretch running now, for a hard stop */
+
     struct mm_sleeper *sleeper; /* where the record lives while the script sleeps */
 } mm_run_t;
 

@@ -14,11 +14,13 @@
 #include <mruby.h>
 #include <mruby/error.h>
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "binding.h"
 #include "code.h"
+#include "config.h"
 #include "mod_mruby.h"
 #include "error.h"
 #include "vm.h"
@@ -65,36 +67,66 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     return mrb_nil_value();
 }
 
+/* mrubyMemoryLimit: mruby's allocations for one VM, counted with the
+ * allocator's own idea of block sizes (no header per block). Refusing an
+ * allocation makes mruby collect garbage and try again, then raise
+ * NoMemoryError. */
+static void *limited_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
+{
+    mm_vm_t *vm = ud;
+    size_t old = p ? malloc_usable_size(p) : 0;
+    void *q;
+
+    if (size == 0) {
+        vm->mem_used -= old;
+        free(p);
+        return NULL;
+    }
+    if (size > old && vm->mem_used - old + size > vm->mem_limit) {
+        vm->exhausted = 1;
+        return NULL;
+    }
+    q = realloc(p, size);
+    if (q) {
+        vm->mem_used = vm->mem_used - old + malloc_usable_size(q);
+    }
+    return q;
+}
+
 mm_vm_t *mm_vm_create(server_rec *s)
 {
-    mrb_state *mrb = mrb_open();
-    mm_vm_t *vm;
+    mm_vm_t *vm = calloc(1, sizeof *vm);
+    mrb_state *mrb;
     mrb_bool raised = FALSE;
     mrb_value exc;
     int ai;
 
-    if (mrb == NULL) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                     MM_LOGNO(00010) "cannot create an mruby VM: out of memory");
-        return NULL;
-    }
-    vm = calloc(1, sizeof *vm);
     if (vm == NULL || apr_pool_create_unmanaged_ex(&vm->pool, NULL, NULL) != APR_SUCCESS) {
         free(vm);
-        mrb_close(mrb);
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      MM_LOGNO(00011) "cannot create an mruby VM: out of memory");
         return NULL;
     }
+    vm->mem_limit = mm_settings.memory_limit;
+    mrb = vm->mem_limit ? mrb_open_allocf(limited_allocf, vm) : mrb_open();
+    if (mrb == NULL) {
+        apr_pool_destroy(vm->pool);
+        free(vm);
+        ap_log_error(
+            APLOG_MARK, APLOG_CRIT, 0, s,
+            MM_LOGNO(00010) "cannot create an mruby VM: out of memory (is mrubyMemoryLimit too low?)");
+        return NULL;
+    }
+
     apr_pool_tag(vm->pool, "mod_mruby_vm");
     vm->mrb = mrb;
     vm->nloaded = mm_code_script_count();
     vm->loaded = apr_pcalloc(vm->pool, sizeof(mm_loaded_t) * (vm->nloaded + 1));
     vm->files = apr_hash_make(vm->pool);
     if (mm_vm_async && apr_thread_mutex_create(&vm->lock, APR_THREAD_MUTEX_NESTED, vm->pool) != APR_SUCCESS) {
+        mrb_close(mrb);
         apr_pool_destroy(vm->pool);
         free(vm);
-        mrb_close(mrb);
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, MM_LOGNO(00015) "cannot create an mruby VM's lock");
         return NULL;
     }
@@ -126,6 +158,47 @@ void mm_vm_close(mm_vm_t *vm)
     free(vm);
 }
 
+void mm_vm_ran(mm_vm_t *vm, server_rec *s)
+{
+    vm->runs++;
+    if (vm->retire) {
+        return;
+    }
+    if (vm->exhausted) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     MM_LOGNO(00016) "an mruby VM reached mrubyMemoryLimit (%" APR_SIZE_T_FMT
+                                     " bytes): replacing it",
+                     vm->mem_limit);
+        vm->retire = 1;
+    } else if (mm_settings.max_requests && vm->runs >= mm_settings.max_requests) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     MM_LOGNO(00017) "an mruby VM served %" APR_UINT64_T_FMT " runs: replacing it", vm->runs);
+        vm->retire = 1;
+    }
+}
+
+/* Replaces the calling thread's VM, marked for retirement, unless a run is
+ * in progress in it (nested, or resumed by another thread). Returns whether
+ * it did. */
+static int retire(mm_vm_t *vm)
+{
+    int busy, sleeping;
+
+    mm_vm_lock(vm);
+    busy = vm->run != NULL;
+    sleeping = vm->suspended > 0;
+    vm->orphaned = !busy && sleeping;
+    mm_vm_unlock(vm);
+    if (busy) {
+        return 0;
+    }
+    apr_threadkey_private_set(NULL, vm_key);
+    if (!sleeping) {
+        mm_vm_close(vm); /* else the run that ends the last sleeper closes it */
+    }
+    return 1;
+}
+
 mm_vm_t *mm_vm_for_thread(server_rec *s)
 {
     void *found = NULL;
@@ -136,7 +209,7 @@ mm_vm_t *mm_vm_for_thread(server_rec *s)
         return NULL;
     }
     apr_threadkey_private_get(&found, vm_key);
-    if (found) {
+    if (found && !(((mm_vm_t *)found)->retire && retire(found))) {
         return found;
     }
     vm = mm_vm_create(s);

@@ -33,14 +33,30 @@ struct mm_vm {
      * resumed by another thread, so whoever runs Ruby in the VM holds lock
      * (recursive: runs nest). NULL under prefork and worker: no locking. */
     apr_thread_mutex_t *lock;
-    int suspended;        /* sleeping runs (under lock) */
-    int orphaned;         /* its thread exited while runs slept (under lock) */
+    int suspended; /* sleeping runs (under lock) */
+    int orphaned;  /* its thread exited while runs slept (under lock) */
+    /* Limits (mrubyMemoryLimit, mrubyMaxRequestsPerVM, mrubyTimeout). */
+    apr_size_t mem_limit;      /* 0: the default allocator, nothing counted */
+    apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
+    int exhausted;             /* an allocation was refused: replace the VM */
+    apr_uint64_t runs;         /* outermost runs so far */
+    int retire;                /* replace this VM before its next request */
+    apr_time_t deadline;       /* the running script's time is up then */
+    apr_interval_time_t grace; /* after the deadline, before a hard stop */
+    int stopped;               /* a script was stopped hard: mruby's state was cut short */
+
+    int timed_out;        /* past the deadline: every instruction raises */
+    unsigned int ticks;   /* instructions, between clock checks */
     mm_vm_t *next, *prev; /* the child's list of live VMs */
 };
 
 /* The calling thread's VM, created on first use; NULL (and logged) when it
  * cannot be created. */
 mm_vm_t *mm_vm_for_thread(server_rec *s);
+
+/* The end of an outermost run in vm: counts it, and marks the VM for
+ * replacement when a limit says so. */
+void mm_vm_ran(mm_vm_t *vm, server_rec *s);
 
 /* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);

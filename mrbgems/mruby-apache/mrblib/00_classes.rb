@@ -11,6 +11,8 @@ class Apache
   class Filter; end
   class AuthnProvider; end
   class AuthzProvider; end
+  class Timeout < Exception; end
+
 end
 
 # mruby has no LoadError of its own; require raises it.

@@ -1,0 +1,188 @@
+"""Limits on scripts: mrubyTimeout, mrubyMemoryLimit, mrubyMaxRequestsPerVM,
+and scripts that recurse without end, raise in ensure or build huge
+strings: each gives a clean error, and the thread goes on serving.
+
+mrubyTimeout needs a libmruby with MRB_USE_DEBUG_HOOK: with Debian's, the
+directive is refused (tested here); the timeout tests run against the
+module built from mruby's source (script/test does both)."""
+
+import os
+import time
+
+import pytest
+
+from httpd import SINGLE_WORKER, module_httpd
+
+HOOKED = os.environ.get("MM_MRUBY_MODE") == "source"
+needs_hook = pytest.mark.skipif(not HOOKED, reason="needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
+
+BODY = r"""
+mrubyMemoryLimit 16M
+<Location /count>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$n = ($n || 0) + 1; Apache.rputs $n.to_s"
+</Location>
+<Location /hog>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "a = []; loop { a << ('x' * 1_000_000) }"
+</Location>
+<Location /recurse>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
+</Location>
+<Location /ensure>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "begin; raise 'first'; ensure; raise IndexError, 'raised in ensure'; end"
+</Location>
+<Location /huge>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs('x' * (2 ** 62))"
+</Location>
+"""
+
+# One worker: consecutive requests meet the same VM, so its state shows.
+server = module_httpd("limits", BODY, mpm_conf=SINGLE_WORKER)
+
+
+def count(server):
+    r = server.get("/count")
+    assert r.status == 200
+    return int(r.body)
+
+
+def test_memory_limit_gives_500_and_a_fresh_vm(server):
+    before = count(server)
+    assert count(server) == before + 1
+    r = server.get("/hog")
+    assert r.status == 500
+    server.wait_log(r"MRB00030: Handler script .* raised NoMemoryError")
+    server.wait_log(r"MRB00016: an mruby VM reached mrubyMemoryLimit \(16777216 bytes\): replacing it")
+    assert count(server) == 1  # a new VM: its globals start afresh
+    assert count(server) == 2
+
+
+def test_endless_recursion_is_a_clean_500(server):
+    r = server.get("/recurse")
+    assert r.status == 500
+    server.wait_log(r"MRB00030: Handler script .* raised SystemStackError")
+    assert server.get("/count").status == 200
+
+
+def test_exception_raised_in_ensure(server):
+    r = server.get("/ensure")
+    assert r.status == 500
+    server.wait_log(r"MRB00030: Handler script .* raised IndexError at .*: raised in ensure")
+    assert server.get("/count").status == 200
+
+
+def test_huge_string_is_a_clean_500(server):
+    r = server.get("/huge")
+    assert r.status == 500
+    server.wait_log(r"MRB00030: Handler script .* raised (ArgumentError|NoMemoryError)")
+    assert server.get("/count").status == 200
+
+
+def test_max_requests_per_vm(make_httpd, mpm):
+    srv = make_httpd("recycle", mpm, r"""
+mrubyMaxRequestsPerVM 3
+<Location /count>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$n = ($n || 0) + 1; Apache.rputs $n.to_s"
+</Location>
+""", mpm_conf=SINGLE_WORKER[mpm]).start()
+    assert [count(srv) for _ in range(7)] == [1, 2, 3, 1, 2, 3, 1]
+
+
+@pytest.mark.parametrize("directive, message", [
+    ("mrubyMemoryLimit 100K", "below the minimum"),
+    ("mrubyMemoryLimit lots", "is not a number"),
+    ("mrubyMaxRequestsPerVM -1", "is not a number"),
+    ("<Location /x>\nmrubyMemoryLimit 8M\n</Location>", "not allowed"),
+])
+def test_bad_limit_directives(make_httpd, directive, message):
+    srv = make_httpd("badlimit", "event")
+    code, out = srv.configtest(directive + "\n")
+    assert code != 0
+    assert message in out, out
+
+
+# ---------------------------------------------------------------- timeouts
+
+TIMEOUT_BODY = r"""
+<Location /spin>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$n = ($n || 0) + 1; loop { }"
+</Location>
+<Location /stubborn>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "loop { begin; loop { }; rescue Exception; end }"
+</Location>
+<Location /fixups_spin>
+    mrubyTimeout 300
+    mrubyFixupsCode "loop { }"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'not reached'"
+</Location>
+<Location /quick>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$n = ($n || 0) + 1; s = 0; 10_000.times { |i| s += i }; Apache.rputs s.to_s + ' ' + $n.to_s"
+</Location>
+<Location /sleepy>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 500; Apache.rputs 'b'"
+</Location>
+<Location /unlimited>
+    mrubyTimeout off
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'free'"
+</Location>
+"""
+
+
+@needs_hook
+def test_timeout_stops_a_runaway_script(make_httpd, mpm):
+    srv = make_httpd("timeout", mpm, TIMEOUT_BODY, mpm_conf=SINGLE_WORKER[mpm]).start()
+    assert srv.get("/quick").body.endswith(b" 1")
+    start = time.monotonic()
+    r = srv.get("/spin")
+    assert r.status == 503
+    assert time.monotonic() - start < 5
+    line = srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")[-1]
+    assert "ran longer than mrubyTimeout" in line
+    assert "%s:" % srv.conf_path in line  # where it was stopped
+    # the same thread and VM go on serving (/spin counted too)
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"49995000 3")
+    assert srv.get("/fixups_spin").status == 500
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"49995000 4")
+
+    # A script that rescues Exception around the loop is stopped hard, and
+    # its VM replaced.
+    assert srv.get("/stubborn").status == 503
+    srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on: stopped, and its VM replaced")
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"49995000 1")
+
+    assert srv.get("/unlimited").body == b"free"
+
+
+@needs_hook
+def test_time_asleep_does_not_count(make_httpd):
+    srv = make_httpd("timeout-sleep", "event", TIMEOUT_BODY).start()
+    r = srv.get("/sleepy")
+    assert (r.status, r.body) == (200, b"ab")
+
+
+@pytest.mark.skipif(HOOKED, reason="this libmruby has the hook")
+def test_timeout_refused_without_the_hook(make_httpd):
+    srv = make_httpd("timeout-refused", "event")
+    code, out = srv.configtest("mrubyTimeout 100\n")
+    assert code != 0
+    assert "built without MRB_USE_DEBUG_HOOK" in out
+    code, out = srv.configtest("mrubyTimeout off\n")
+    assert code == 0, out
