@@ -6,7 +6,6 @@
 #define MM_FILTER_H
 
 #include "apr_buckets.h"
-#include "apr_portable.h"
 #include "httpd.h"
 #include "http_config.h"
 #include "util_filter.h"
@@ -17,16 +16,11 @@
 #include "slots.h"
 #include "vm.h"
 
-/* The Hash behind Apache::Filter#ctx, made on first use. It is kept from
- * the GC of the VM that made it (mrb_gc_register) until the filter is done
- * with its request: at the end of the body, or when the request's pool
- * goes (see filter.c for when that cannot be done). A filter's runs for
- * one request use one VM: the thread's, or the one it entered to resume
- * the request's sleeping script. */
+/* What a filter keeps for one request between its runs (filter_state.c):
+ * Apache::Filter#ctx, copied out of Ruby at the end of each run. */
 typedef struct {
-    mm_vm_t *vm; /* the VM holding the Hash; NULL when there is none */
-    mrb_value hash;
-    apr_os_thread_t thread; /* the thread that made the Hash */
+    char *buf; /* malloc: the encoded Hash; freed with the request's pool */
+    apr_size_t len, cap;
     int cleanup_registered; /* on the request pool */
     apr_size_t handed;      /* bytes given to Ruby as Strings since the last full GC */
 } mm_filter_state_t;
@@ -51,7 +45,9 @@ typedef struct {
     int changed;              /* the script changed bb */
     int ended;                /* the script ended the body (insert_eos) */
     int error_status;         /* error_create(status), or 0 */
-    mm_filter_state_t *state; /* the filter's Ruby state for the request */
+    mm_filter_state_t *state; /* what the filter keeps for the request */
+    mm_vm_t *ctx_vm;          /* the VM of ctx, once the script asked for it */
+    mrb_value ctx;            /* Filter#ctx in this run (kept from the GC) */
 } mm_filter_run_t;
 
 /* The kinds of run of filter scripts (for the harness and Apache::Filter). */
@@ -63,13 +59,14 @@ extern const mm_phase_t mm_filter_in_kind;
  * of an error status, or 500 for an exception (logged by the harness). */
 int mm_filter_run(const mm_phase_t *kind, const mm_slot_script_t *slot, mm_filter_run_t *run);
 
-/* The Hash of Apache::Filter#ctx, made in mrb's VM if needed. Raises if
- * the state is held by another thread's VM. */
-mrb_value mm_filter_state_hash(mrb_state *mrb, mm_filter_run_t *run);
+/* Filter#ctx: the state as a Hash of this run, in mrb's VM, made on the
+ * first call of the run. */
+mrb_value mm_filter_state_load(mrb_state *mrb, mm_filter_run_t *run);
 
-/* The filter is done with r: lets the Hash go (from the thread that runs
- * the filter, whose VM is the Hash's). */
-void mm_filter_state_release(mm_filter_state_t *st, request_rec *r);
+/* After the run: copies the Hash back into the state if keep (an error
+ * text, and the state emptied, if it holds what cannot be copied) and lets
+ * it go. pool (the request's) frees the copy when it goes. */
+const char *mm_filter_state_store(mm_filter_run_t *run, apr_pool_t *pool, int keep);
 
 /* How many named filters of each direction a configuration may define:
  * each gets a filter function of its own (so that mod_filter, which calls

@@ -51,7 +51,6 @@ static apr_status_t refuse(ap_filter_t *f, in_ctx_t *ctx, int status)
     ctx->failed_rv = AP_FILTER_ERROR;
     apr_brigade_cleanup(ctx->work);
     apr_brigade_cleanup(ctx->pending);
-    mm_filter_state_release(&ctx->state, f->r);
     c->keepalive = AP_CONN_CLOSE;
     if (!r->eos_sent && !r->sent_bodyct) {
         apr_bucket_brigade *bb = apr_brigade_create(r->pool, c->bucket_alloc);
@@ -129,7 +128,6 @@ static apr_status_t read_and_run(ap_filter_t *f, in_ctx_t *ctx, apr_read_type_e 
         }
         APR_BRIGADE_INSERT_TAIL(ctx->pending, apr_bucket_eos_create(f->c->bucket_alloc));
         ctx->ended = 1;
-        mm_filter_state_release(&ctx->state, f->r);
     }
     return rv;
 }

@@ -76,7 +76,7 @@ static apr_status_t pass_out(ap_filter_t *f, out_ctx_t *ctx)
     return rv;
 }
 
-static void finish(ap_filter_t *f, out_ctx_t *ctx, apr_status_t rv)
+static void finish(out_ctx_t *ctx, apr_status_t rv)
 {
     ctx->done = 1;
     ctx->done_rv = rv;
@@ -84,7 +84,6 @@ static void finish(ap_filter_t *f, out_ctx_t *ctx, apr_status_t rv)
     if (ctx->held) {
         apr_brigade_cleanup(ctx->held);
     }
-    mm_filter_state_release(&ctx->state, f->r);
 }
 
 /* The script failed (or asked for an error status). Before the headers:
@@ -103,7 +102,7 @@ static apr_status_t fail(ap_filter_t *f, out_ctx_t *ctx, int status)
         APR_BRIGADE_INSERT_TAIL(ctx->out, apr_bucket_eos_create(c->bucket_alloc));
         rv = ap_pass_brigade(f->next, ctx->out);
         apr_brigade_cleanup(ctx->out);
-        finish(f, ctx, rv == APR_SUCCESS ? AP_FILTER_ERROR : rv);
+        finish(ctx, rv == APR_SUCCESS ? AP_FILTER_ERROR : rv);
         return ctx->done_rv;
     }
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
@@ -112,7 +111,7 @@ static apr_status_t fail(ap_filter_t *f, out_ctx_t *ctx, int status)
                   ctx->slot->name, ctx->slot->script->name, status, r->uri);
     c->keepalive = AP_CONN_CLOSE;
     c->aborted = 1;
-    finish(f, ctx, APR_ECONNABORTED);
+    finish(ctx, APR_ECONNABORTED);
     return APR_ECONNABORTED;
 }
 
@@ -153,7 +152,7 @@ static apr_status_t run_chunk(ap_filter_t *f, out_ctx_t *ctx, int last)
 
         APR_BRIGADE_INSERT_TAIL(ctx->out, apr_bucket_eos_create(f->c->bucket_alloc));
         rv = pass_out(f, ctx);
-        finish(f, ctx, rv);
+        finish(ctx, rv);
         return rv;
     }
     return pass_out(f, ctx);
@@ -258,7 +257,7 @@ static apr_status_t buffer(ap_filter_t *f, out_ctx_t *ctx, apr_bucket_brigade *b
         if (ctx->held) {
             APR_BRIGADE_PREPEND(bb, ctx->held);
         }
-        finish(f, ctx, APR_SUCCESS);
+        finish(ctx, APR_SUCCESS);
         ap_remove_output_filter(f);
         return ap_pass_brigade(f->next, bb);
     }

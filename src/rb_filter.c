@@ -165,7 +165,7 @@ static mrb_value filter_input_p(mrb_state *mrb, mrb_value self)
 
 static mrb_value filter_ctx(mrb_state *mrb, mrb_value self)
 {
-    return mm_filter_state_hash(mrb, run_of(mrb, self));
+    return mm_filter_state_load(mrb, run_of(mrb, self));
 }
 
 void mm_filter_init(mrb_state *mrb)
