@@ -1,7 +1,7 @@
 /* filter.h: what the output filters (filter_out.c), the input filters
- * (filter_in.c) and Apache::Filter (rb_filter.c) share: the record of one
- * script run over one piece of a body, and the Ruby state a filter keeps
- * for the length of a request. */
+ * (filter_in.c), their state (filter_state.c) and Apache::Filter
+ * (rb_filter.c) share: the record of one script run over one piece of a
+ * body, and what a filter keeps for the length of a request. */
 #ifndef MM_FILTER_H
 #define MM_FILTER_H
 
@@ -54,9 +54,10 @@ typedef struct {
 extern const mm_phase_t mm_filter_out_kind;
 extern const mm_phase_t mm_filter_in_kind;
 
-/* Runs the script of slot over run->bb. Returns 0 when the data may go
- * on, or the HTTP status the body fails with: error_create, Apache.return
- * of an error status, or 500 for an exception (logged by the harness). */
+/* Runs the script of slot over run->bb and keeps its Filter#ctx. Returns
+ * 0 when the data may go on, or the HTTP status the body fails with:
+ * error_create, Apache.return of an error status, or 500 for an exception
+ * (logged by the harness) or a ctx that cannot be kept. */
 int mm_filter_run(const mm_phase_t *kind, const mm_slot_script_t *slot, mm_filter_run_t *run);
 
 /* Filter#ctx: the state as a Hash of this run, in mrb's VM, made on the
