@@ -7,12 +7,18 @@
 #include <mruby/class.h>
 #include <mruby/data.h>
 #include <mruby/irep.h>
+#include <mruby/debug.h>
+#include <mruby/proc.h>
 #include <mruby/string.h>
+#include <mruby/variable.h>
 
 #include <string.h>
 
 #include "binding.h"
+#include "mod_mruby.h"
 #include "vm.h"
+
+APLOG_USE_MODULE(mruby);
 
 /* The Ruby half of the API, compiled by mrbc at build time, unless the gem
  * is part of libmruby (the mruby source build). */
@@ -29,6 +35,13 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_table_init,
     mm_request_init,
     mm_async_init,
+    mm_input_init,
+    mm_params_init,
+    mm_connection_init,
+    mm_server_init,
+    mm_scoreboard_init,
+    mm_finfo_init,
+    mm_regexp_init,
     mm_filter_init,
     mm_authn_init,
     mm_authz_init,
@@ -50,6 +63,25 @@ void mm_binding_init(mrb_state *mrb)
 struct RClass *mm_binding_apache(mrb_state *mrb)
 {
     return mrb_class_get(mrb, "Apache");
+}
+
+static mrb_value wrapper_new(mrb_state *mrb, mrb_value klass)
+{
+    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
+}
+
+static mrb_value run_wrapper_new(mrb_state *mrb, mrb_value klass)
+{
+    return mm_binding_wrap_run(mrb, mrb_class_ptr(klass), 0);
+}
+
+struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request)
+{
+    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), name, mrb->object_class);
+
+    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+    mrb_define_class_method(mrb, c, "new", needs_request ? wrapper_new : run_wrapper_new, MRB_ARGS_NONE());
+    return c;
 }
 
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what)
@@ -88,18 +120,21 @@ void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, 
 /* Wrapper objects hold no pointer, only (serial << MM_TAG_BITS | tag). */
 static const mrb_data_type wrap_type = {"mod_mruby request object", NULL};
 
-mrb_value mm_binding_wrap(mrb_state *mrb, struct RClass *cls, unsigned int tag)
+mrb_value mm_binding_wrap_run(mrb_state *mrb, struct RClass *cls, unsigned int tag)
 {
     mm_run_t *run = mm_binding_run(mrb, mrb_class_name(mrb, cls));
     uintptr_t word = ((uintptr_t)run->serial << MM_TAG_BITS) | tag;
 
-    if (run->r == NULL) {
-        mm_binding_request(mrb, mrb_class_name(mrb, cls)); /* raises */
-    }
     return mrb_obj_value(mrb_data_object_alloc(mrb, cls, (void *)word, &wrap_type));
 }
 
-request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag)
+mrb_value mm_binding_wrap(mrb_state *mrb, struct RClass *cls, unsigned int tag)
+{
+    mm_binding_request(mrb, mrb_class_name(mrb, cls)); /* raises without a request */
+    return mm_binding_wrap_run(mrb, cls, tag);
+}
+
+mm_run_t *mm_binding_unwrap_run(mrb_state *mrb, mrb_value self, unsigned int *tag)
 {
     mm_run_t *run = mm_vm_of(mrb)->run;
     uintptr_t word = (uintptr_t)mrb_data_check_get_ptr(mrb, self, &wrap_type);
@@ -108,8 +143,7 @@ request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag
     if (word == 0) {
         mrb_raise(mrb, E_TYPE_ERROR, "not a mod_mruby request object");
     }
-    if (run == NULL || run->r == NULL ||
-        (word >> MM_TAG_BITS) != (run->serial & (UINTPTR_MAX >> MM_TAG_BITS))) {
+    if (run == NULL || (word >> MM_TAG_BITS) != (run->serial & (UINTPTR_MAX >> MM_TAG_BITS))) {
         mrb_raisef(
             mrb, E_RUNTIME_ERROR,
             "%s object used after its request ended (keep data, not request objects, between requests)",
@@ -117,6 +151,16 @@ request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag
     }
     if (tag) {
         *tag = (unsigned int)(word & mask);
+    }
+    return run;
+}
+
+request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag)
+{
+    mm_run_t *run = mm_binding_unwrap_run(mrb, self, tag);
+
+    if (run->r == NULL) {
+        mm_binding_request(mrb, mrb_obj_classname(mrb, self)); /* raises */
     }
     return run->r;
 }
@@ -130,4 +174,152 @@ char *mm_binding_pstr(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const cha
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s must not contain a NUL byte", what);
     }
     return apr_pstrmemdup(pool, RSTRING_PTR(str), RSTRING_LEN(str));
+}
+
+char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what)
+{
+    char *val = mm_binding_pstr(mrb, pool, str, what);
+
+    if (strpbrk(val, "\r\n")) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s must not contain CR or LF", what);
+    }
+    return val;
+}
+
+/* Apache::HTTPError carries the HTTP status the request gets if the
+ * exception is not rescued (run.c asks for it). */
+int mm_binding_exception_status(mrb_state *mrb, mrb_value exc)
+{
+    struct RClass *apache = mm_binding_apache(mrb);
+    mrb_value st;
+
+    if (!mrb_const_defined(mrb, mrb_obj_value(apache), mrb_intern_lit(mrb, "HTTPError")) ||
+        !mrb_obj_is_kind_of(mrb, exc, mrb_class_get_under(mrb, apache, "HTTPError"))) {
+        return 0;
+    }
+    st = mrb_iv_get(mrb, exc, mrb_intern_lit(mrb, "@status"));
+    if (!mrb_fixnum_p(st) || mrb_fixnum(st) < 400 || mrb_fixnum(st) > 599) {
+        return 0;
+    }
+    return (int)mrb_fixnum(st);
+}
+
+void mm_binding_raise_status(mrb_state *mrb, int status, const char *msg)
+{
+    struct RClass *cls = mrb_class_get_under(mrb, mm_binding_apache(mrb), "HTTPError");
+    mrb_value args[2];
+
+    args[0] = mrb_fixnum_value(status);
+    args[1] = mrb_str_new_cstr(mrb, msg);
+    mrb_exc_raise(mrb, mrb_obj_new(mrb, cls, 2, args));
+}
+
+/* The Ruby file:line that called the running C method: the innermost Ruby
+ * frame of a script (outside the API's own Ruby half, so a helper of the gem
+ * reports its caller's line, and outside mruby's). */
+int mm_binding_caller(mrb_state *mrb, const char **file, int *line)
+{
+    mrb_callinfo *ci;
+
+    for (ci = mrb->c->ci; ci >= mrb->c->cibase; ci--) {
+        const mrb_irep *irep;
+        uint32_t idx;
+        const char *f;
+
+        if (!ci->proc || MRB_PROC_CFUNC_P(ci->proc) || !ci->pc) {
+            continue;
+        }
+        irep = ci->proc->body.irep;
+        if (!irep || ci->pc <= irep->iseq) {
+            continue;
+        }
+        idx = (uint32_t)(ci->pc - irep->iseq - 1);
+        f = mrb_debug_get_filename(mrb, irep, idx);
+        /* mruby's own Ruby methods (Array#each ...) carry no file */
+        if (f == NULL || strstr(f, "mruby-apache/mrblib/")) {
+            continue;
+        }
+        *file = f;
+        *line = mrb_debug_get_line(mrb, irep, idx);
+        return 1;
+    }
+    return 0;
+}
+
+/* Text from a script as a C string for a log: a NUL byte (Ruby strings may
+ * hold any byte) becomes \\x00; with `all`, so do the other bytes outside
+ * printable ASCII and the backslash (httpd's error log escapes those
+ * itself, syslog does not). */
+const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int all)
+{
+    static const char hex[] = "0123456789abcdef";
+    char *out = apr_palloc(p, len * 4 + 1), *o = out;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)data[i];
+
+        if (c == '\0' || (all && (c == '\\' || c < 0x20 || c >= 0x7f))) {
+            *o++ = '\\';
+            *o++ = 'x';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        } else {
+            *o++ = (char)c;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level, mrb_value msg)
+{
+    const char *file = NULL, *text;
+    int line = 0;
+    apr_pool_t *tmp = NULL, *p;
+
+    if (level < APLOG_EMERG || level > APLOG_TRACE8) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "log level %d: use Apache::APLOG_EMERG .. APLOG_TRACE8",
+                   (int)level);
+    }
+    if (!mrb_string_p(msg)) {
+        msg = mrb_obj_as_string(mrb, msg);
+    }
+    if (r) {
+        p = r->pool;
+    } else {
+        apr_pool_create(&tmp, NULL);
+        p = tmp;
+    }
+    text = mm_binding_log_text(p, RSTRING_PTR(msg), (size_t)RSTRING_LEN(msg), 0);
+    if (!mm_binding_caller(mrb, &file, &line)) {
+        file = "-";
+    }
+    /* The script's file and line stand where httpd puts a module's source
+     * position (ErrorLogFormat %F), and in the message itself. */
+    if (r) {
+        ap_log_rerror_(file, line, APLOG_MODULE_INDEX, (int)level, 0, r, MM_LOGNO(00400) "%s:%d: %s",
+                       ap_escape_logitem(p, file), line, text);
+    } else {
+        ap_log_error_(file, line, APLOG_MODULE_INDEX, (int)level, 0, s, MM_LOGNO(00400) "%s:%d: %s",
+                      ap_escape_logitem(p, file), line, text);
+    }
+    if (tmp) {
+        apr_pool_destroy(tmp);
+    }
+}
+
+void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i)
+{
+    mrb_value idx = mrb_fixnum_value(i);
+    struct RProc *p = mrb_proc_new_cfunc_with_env(mrb, fn, 1, &idx);
+    mrb_method_t m;
+
+    MRB_METHOD_FROM_PROC(m, p);
+    mrb_define_method_raw(mrb, c, mrb_intern_cstr(mrb, name), m);
+}
+
+mrb_int mm_binding_index(mrb_state *mrb)
+{
+    return mrb_fixnum(mrb_cfunc_env_get(mrb, 0));
 }

@@ -14,13 +14,20 @@
 void mm_binding_init(mrb_state *mrb);
 
 /* One init function per class file (binding.c calls them in order). */
-void mm_apache_init(mrb_state *mrb);  /* rb_apache.c: Apache */
-void mm_table_init(mrb_state *mrb);   /* rb_table.c: Apache::Headers_in, ... */
-void mm_request_init(mrb_state *mrb); /* rb_request.c: Apache::Request */
-void mm_async_init(mrb_state *mrb);   /* rb_async.c: Apache::Async */
-void mm_filter_init(mrb_state *mrb);  /* rb_filter.c: Apache::Filter */
-void mm_authn_init(mrb_state *mrb);   /* rb_authn.c: Apache::AuthnProvider */
-void mm_authz_init(mrb_state *mrb);   /* rb_authz.c: Apache::AuthzProvider */
+void mm_apache_init(mrb_state *mrb);     /* rb_apache.c: Apache */
+void mm_table_init(mrb_state *mrb);      /* rb_table.c: Apache::Headers_in, ... */
+void mm_request_init(mrb_state *mrb);    /* rb_request.c: Apache::Request */
+void mm_async_init(mrb_state *mrb);      /* rb_async.c: Apache::Async */
+void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
+void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */
+void mm_connection_init(mrb_state *mrb); /* rb_connection.c: Apache::Connection */
+void mm_server_init(mrb_state *mrb);     /* rb_server.c: Apache::Server */
+void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard */
+void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */
+void mm_regexp_init(mrb_state *mrb);     /* rb_regexp.c: Regexp (PCRE, for old scripts) */
+void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
+void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
+void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
 
 /* The request's tables, as Ruby sees them (rb_table.c). */
 typedef enum {
@@ -28,6 +35,7 @@ typedef enum {
     MM_TABLE_HEADERS_OUT,
     MM_TABLE_ERR_HEADERS_OUT,
     MM_TABLE_NOTES,
+    MM_TABLE_ENV, /* subprocess_env: Apache::Env */
     MM_TABLE_COUNT
 } mm_table_kind_e;
 
@@ -51,10 +59,38 @@ void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, 
 #define MM_TAG_BITS 4
 mrb_value mm_binding_wrap(mrb_state *mrb, struct RClass *cls, unsigned int tag);
 request_rec *mm_binding_unwrap(mrb_state *mrb, mrb_value self, unsigned int *tag);
+/* The same for objects that need a run but no request (Apache::Server is
+ * also usable in server phases). */
+mrb_value mm_binding_wrap_run(mrb_state *mrb, struct RClass *cls, unsigned int tag);
+mm_run_t *mm_binding_unwrap_run(mrb_state *mrb, mrb_value self, unsigned int *tag);
 
 /* A Ruby String copied into pool as a C string; raises TypeError for a
  * non-String and ArgumentError for an embedded NUL. */
 char *mm_binding_pstr(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what);
+/* The same, also refusing CR and LF (values that end up in a header). */
+char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what);
+
+/* Raises Apache::HTTPError: if the script does not rescue it, the phase
+ * answers status (run.c reads it back with mm_binding_exception_status). */
+void mm_binding_raise_status(mrb_state *mrb, int status, const char *msg);
+int mm_binding_exception_status(mrb_state *mrb, mrb_value exc);
+
+/* The script file and line that called the running C method; 0 if none. */
+int mm_binding_caller(mrb_state *mrb, const char **file, int *line);
+
+/* Logs msg (any String; escaped) at level, tagged with the calling script's
+ * file:line; to r's log when r is given, else to s's. */
+void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level, mrb_value msg);
+const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int all);
+
+/* Table-driven methods: defines name on c as fn with the index i stored in
+ * the method's environment, where fn finds it with mm_binding_index. */
+void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i);
+mrb_int mm_binding_index(mrb_state *mrb);
+
+/* Defines Apache::<name>, whose objects are wrappers (above), with a `new`
+ * that binds one to the current request (needs_request) or run. */
+struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request);
 
 /* The Apache class (defined by mm_apache_init). */
 struct RClass *mm_binding_apache(mrb_state *mrb);

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "apr_strings.h"
@@ -35,6 +36,8 @@ void *mm_config_create_dir(apr_pool_t *p, char *dir)
     mm_dir_conf_t *conf = apr_pcalloc(p, sizeof *conf);
 
     conf->timeout = MM_UNSET;
+    conf->body_limit = MM_UNSET;
+    conf->fields_limit = MM_UNSET;
     return conf;
 }
 
@@ -51,7 +54,19 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
         conf->slots[i] = add->slots[i] ? add->slots[i] : base->slots[i];
     }
     conf->timeout = add->timeout != MM_UNSET ? add->timeout : base->timeout;
+    conf->body_limit = add->body_limit != MM_UNSET ? add->body_limit : base->body_limit;
+    conf->fields_limit = add->fields_limit != MM_UNSET ? add->fields_limit : base->fields_limit;
     return conf;
+}
+
+apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc)
+{
+    return dc->body_limit != MM_UNSET ? dc->body_limit : MM_DEFAULT_BODY_LIMIT;
+}
+
+int mm_config_fields_limit(const mm_dir_conf_t *dc)
+{
+    return dc->fields_limit != MM_UNSET ? dc->fields_limit : MM_DEFAULT_FIELDS_LIMIT;
 }
 
 /* cmd->info packs the phase and order of a directive. */
@@ -227,6 +242,34 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     return NULL;
 }
 
+/* mrubyRequestBodyLimit BYTES: the most of a request body Ruby may read. */
+static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    apr_uint64_t n;
+    const char *err = parse_size(cmd, arg, 0, &n);
+
+    if (err == NULL) {
+        dc->body_limit = (apr_off_t)n;
+    }
+    return err;
+}
+
+
+/* mrubyFormFieldsLimit N: the most fields query_params/form_params return. */
+static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    char *end;
+    long v = strtol(arg, &end, 10);
+
+    if (!*arg || *end || v < 1 || v > 1000000) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number between 1 and 1000000", cmd->cmd->name, arg);
+    }
+    dc->fields_limit = (int)v;
+    return NULL;
+}
+
 /* Where httpd lets each kind of directive appear; check_context narrows. */
 #define MM_CONTEXT_DIR    (RSRC_CONF | ACCESS_CONF)
 #define MM_CONTEXT_URI    (RSRC_CONF | ACCESS_CONF)
@@ -259,6 +302,10 @@ const command_rec mm_directives[] = {
                   "most memory one VM may use (bytes, or with K, M, G); 'off' for no limit"),
     AP_INIT_TAKE1("mrubyMaxRequestsPerVM", cmd_max_requests, NULL, RSRC_CONF,
                   "runs after which a VM is replaced by a fresh one; 0 for never"),
+    AP_INIT_TAKE1("mrubyRequestBodyLimit", cmd_body_limit, NULL, MM_DIR_CONTEXT,
+                  "the most bytes of a request body Ruby may read (0: no limit of our own)"),
+    AP_INIT_TAKE1("mrubyFormFieldsLimit", cmd_fields_limit, NULL, MM_DIR_CONTEXT,
+                  "the most fields Request#query_params and #form_params return"),
     {NULL},
 };
 /* clang-format on */

@@ -20,11 +20,19 @@ typedef struct {
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
     apr_interval_time_t timeout; /* mrubyTimeout; MM_UNSET: inherit; 0: none */
+    apr_off_t body_limit;        /* mrubyRequestBodyLimit; MM_UNSET until set or merged */
+    int fields_limit;            /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
     /* The section's filter and authn scripts (slots.h); NULL: inherited. */
     const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
 
-#define MM_UNSET (-1)
+#define MM_UNSET                (-1)
+#define MM_DEFAULT_BODY_LIMIT   (8 * 1024 * 1024)
+#define MM_DEFAULT_FIELDS_LIMIT 1000
+
+/* The limits in effect for a request (the defaults where unset). */
+apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc);
+int mm_config_fields_limit(const mm_dir_conf_t *dc);
 
 /* Settings of the VMs, from the main server's configuration (one set per
  * process: VMs serve all virtual hosts). Written only while configuration

@@ -9,6 +9,7 @@
 
 #include <mruby/version.h>
 
+#include "body.h"
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
@@ -56,6 +57,7 @@ static void mm_register_hooks(apr_pool_t *p)
     /* Before any ChildInit script: they need the per-thread VMs. */
     ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
+    mm_body_register_hooks(p);
     mm_slots_register_hooks(p);
 }
 

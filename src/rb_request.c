@@ -1,12 +1,15 @@
-/* rb_request.c: Apache::Request, the current request_rec. The string fields
- * are a table: one getter and one setter serve every row, each method
- * finding its row through the index stored in its proc's environment.
- * Strings set from Ruby are copied into r->pool. */
+/* rb_request.c: Apache::Request, the current request_rec. The string and
+ * integer fields are tables: one getter and one setter serve every row, each
+ * method finding its row through the index stored in its proc's
+ * environment. Strings set from Ruby are copied into r->pool. */
 
 #include <stddef.h>
 
+#include "apr_strings.h"
 #include "httpd.h"
+#include "http_core.h"
 #include "http_protocol.h"
+#include "http_request.h"
 #include "util_filter.h"
 
 #include <mruby.h>
@@ -15,12 +18,18 @@
 #include <mruby/proc.h>
 #include <mruby/string.h>
 
+#include <string.h>
+
 #include "binding.h"
+
+/* A string field's rules. */
+#define MM_F_NULLABLE 1 /* may be set to nil */
+#define MM_F_LINE     2 /* ends up in a header or a log line: no CR or LF */
 
 typedef struct {
     const char *name;
     size_t offset;                             /* of the char * in request_rec */
-    int nullable;                              /* may be set to nil */
+    int flags;                                 /* MM_F_* */
     void (*assign)(request_rec *r, char *val); /* instead of a plain store */
 } mm_field_t;
 
@@ -39,32 +48,42 @@ static void assign_content_type(request_rec *r, char *val)
     }
 }
 
-#define MM_FIELD(name, nullable, assign)                                                                     \
+#define MM_FIELD(name, flags, assign)                                                                        \
     {                                                                                                        \
-#name, offsetof(request_rec, name), nullable, assign                                                 \
+#name, offsetof(request_rec, name), flags, assign                                                    \
     }
+#define N MM_F_NULLABLE
+#define L MM_F_LINE
 
 static const mm_field_t fields[] = {
-    MM_FIELD(the_request, 0, NULL),  MM_FIELD(protocol, 0, NULL),
-    MM_FIELD(hostname, 0, NULL),     MM_FIELD(method, 0, assign_method),
-    MM_FIELD(unparsed_uri, 0, NULL), MM_FIELD(uri, 0, NULL),
-    MM_FIELD(filename, 0, NULL),     MM_FIELD(path_info, 1, NULL),
-    MM_FIELD(args, 1, NULL),         MM_FIELD(content_type, 1, assign_content_type),
-    MM_FIELD(handler, 1, NULL),      MM_FIELD(user, 1, NULL),
-    MM_FIELD(ap_auth_type, 1, NULL),
+    MM_FIELD(the_request, L, NULL),
+    MM_FIELD(protocol, L, NULL),
+    MM_FIELD(hostname, L, NULL),
+    MM_FIELD(method, L, assign_method),
+    MM_FIELD(unparsed_uri, L, NULL),
+    MM_FIELD(uri, 0, NULL),
+    MM_FIELD(filename, 0, NULL),
+    MM_FIELD(canonical_filename, N, NULL),
+    MM_FIELD(path_info, N, NULL),
+    MM_FIELD(args, N, NULL),
+    MM_FIELD(content_type, N | L, assign_content_type),
+    MM_FIELD(handler, N | L, NULL),
+    MM_FIELD(content_encoding, N | L, NULL),
+    MM_FIELD(status_line, N | L, NULL),
+    MM_FIELD(vlist_validator, N | L, NULL),
+    MM_FIELD(user, N | L, NULL),
+    MM_FIELD(ap_auth_type, N | L, NULL),
+    MM_FIELD(range, N | L, NULL),
 };
 
+#undef N
+#undef L
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
-
-static const mm_field_t *field_of_method(mrb_state *mrb)
-{
-    return &fields[mrb_fixnum(mrb_cfunc_env_get(mrb, 0))];
-}
 
 static mrb_value field_get(mrb_state *mrb, mrb_value self)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    const mm_field_t *f = field_of_method(mrb);
+    const mm_field_t *f = &fields[mm_binding_index(mrb)];
     const char *val = *(const char **)((char *)r + f->offset);
 
     return val ? mrb_str_new_cstr(mrb, val) : mrb_nil_value();
@@ -73,14 +92,16 @@ static mrb_value field_get(mrb_state *mrb, mrb_value self)
 static mrb_value field_set(mrb_state *mrb, mrb_value self)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    const mm_field_t *f = field_of_method(mrb);
+    const mm_field_t *f = &fields[mm_binding_index(mrb)];
     mrb_value arg = mrb_get_arg1(mrb);
     char *val = NULL;
 
     if (mrb_nil_p(arg)) {
-        if (!f->nullable) {
+        if (!(f->flags & MM_F_NULLABLE)) {
             mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::Request#%s cannot be nil", f->name);
         }
+    } else if (f->flags & MM_F_LINE) {
+        val = mm_binding_header_str(mrb, r->pool, arg, f->name);
     } else {
         val = mm_binding_pstr(mrb, r->pool, arg, f->name);
     }
@@ -92,19 +113,55 @@ static mrb_value field_set(mrb_state *mrb, mrb_value self)
     return arg;
 }
 
-static void define_with_index(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, size_t i)
-{
-    mrb_value idx = mrb_fixnum_value((mrb_int)i);
-    struct RProc *p = mrb_proc_new_cfunc_with_env(mrb, fn, 1, &idx);
-    mrb_method_t m;
+/* The integer fields and flags, read-only (proxyreq= is below). */
+static const struct {
+    const char *name;
+    size_t offset; /* of the int in request_rec */
+} int_fields[] = {
+#define MM_INT(name)                                                                                         \
+    {                                                                                                        \
+#name, offsetof(request_rec, name)                                                                   \
+    }
+    MM_INT(assbackwards),   MM_INT(proxyreq), MM_INT(header_only), MM_INT(proto_num),
+    MM_INT(method_number),  MM_INT(chunked),  MM_INT(read_body),   MM_INT(read_chunked),
+    MM_INT(used_path_info), MM_INT(eos_sent), MM_INT(no_cache),    MM_INT(no_local_copy),
+#undef MM_INT
+};
 
-    MRB_METHOD_FROM_PROC(m, p);
-    mrb_define_method_raw(mrb, c, mrb_intern_cstr(mrb, name), m);
+static mrb_value int_field_get(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+
+    return mrb_fixnum_value(*(int *)((char *)r + int_fields[mm_binding_index(mrb)].offset));
 }
 
-static mrb_value request_new(mrb_state *mrb, mrb_value klass)
+/* r.proxyreq = Apache::PROXYREQ_REVERSE etc. (what mod_proxy looks at). */
+static mrb_value request_set_proxyreq(mrb_state *mrb, mrb_value self)
 {
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mrb_int kind;
+
+    mrb_get_args(mrb, "i", &kind);
+    if (kind != PROXYREQ_NONE && kind != PROXYREQ_PROXY && kind != PROXYREQ_REVERSE &&
+        kind != PROXYREQ_RESPONSE) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::Request#proxyreq=: %d is not an Apache::PROXYREQ_*",
+                   (int)kind);
+    }
+    r->proxyreq = (int)kind;
+    return mrb_fixnum_value(kind);
+}
+
+/* Relations with other requests, as mod_mruby named them: main? and
+ * sub_request? are true in a subrequest (it has a main request), prev? and
+ * internal_redirect? after an internal redirect, next? and
+ * external_redirect? once this request has been redirected. */
+static mrb_value request_relation(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    static const size_t offsets[] = {offsetof(request_rec, main), offsetof(request_rec, prev),
+                                     offsetof(request_rec, next)};
+
+    return mrb_bool_value(*(request_rec **)((char *)r + offsets[mm_binding_index(mrb)]) != NULL);
 }
 
 static mrb_value request_status(mrb_state *mrb, mrb_value self)
@@ -125,13 +182,107 @@ static mrb_value request_set_status(mrb_state *mrb, mrb_value self)
     return mrb_fixnum_value(status);
 }
 
+static mrb_value request_content_length(mrb_state *mrb, mrb_value self)
+{
+    return mrb_fixnum_value((mrb_int)mm_binding_unwrap(mrb, self, NULL)->clength);
+}
+
+static mrb_value request_set_content_length(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mrb_int len;
+
+    mrb_get_args(mrb, "i", &len);
+    if (len < 0) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Request#content_length= must not be negative");
+    }
+    ap_set_content_length(r, (apr_off_t)len);
+    return mrb_fixnum_value(len);
+}
+
+static mrb_value request_document_root(mrb_state *mrb, mrb_value self)
+{
+    const char *root = ap_document_root(mm_binding_unwrap(mrb, self, NULL));
+
+    return root ? mrb_str_new_cstr(mrb, root) : mrb_nil_value();
+}
+
+/* For this request only (ap_set_document_root): the server's configuration,
+ * shared by every thread, is never written. */
+static mrb_value request_set_document_root(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mrb_value root = mrb_get_arg1(mrb);
+
+    ap_set_document_root(r, mm_binding_pstr(mrb, r->pool, root, "document_root"));
+    return root;
+}
+
+static mrb_value request_scheme(mrb_state *mrb, mrb_value self)
+{
+    const char *scheme = ap_http_scheme(mm_binding_unwrap(mrb, self, NULL));
+
+    return scheme ? mrb_str_new_cstr(mrb, scheme) : mrb_nil_value();
+}
+
+/* Seconds since the request line arrived (a Float). */
+static mrb_value request_response_time(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+
+    return mrb_float_value(mrb, (mrb_float)(apr_time_now() - r->request_time) / APR_USEC_PER_SEC);
+}
+
+/* r.error_log(level, msg), r.log: to the error log with the client's
+ * address and the script's file:line. */
+static mrb_value request_error_log(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mrb_int level;
+    mrb_value msg;
+
+    mrb_get_args(mrb, "io", &level, &msg);
+    mm_binding_log(mrb, r, r->server, level, msg);
+    return msg;
+}
+
+/* r.internal_redirect(uri): httpd serves uri instead, as a new request
+ * (ap_internal_redirect); only from the content handler, before anything
+ * was sent. What this script writes afterwards is discarded. */
+static mrb_value request_internal_redirect(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Request#internal_redirect");
+    mrb_value uri = mrb_get_arg1(mrb);
+    char *target = mm_binding_header_str(mrb, r->pool, uri, "the redirect URI");
+
+    if (run->kind != &mm_phases[MM_PHASE_HANDLER] || run->r != r) {
+        mrb_raise(mrb, E_RUNTIME_ERROR,
+                  "Apache::Request#internal_redirect works only in the content handler");
+    }
+    if (target[0] != '/') {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Request#internal_redirect: the URI must start with /");
+    }
+    if (run->forced != MM_STATUS_UNSET) {
+        mrb_raise(mrb, E_RUNTIME_ERROR,
+                  "Apache::Request#internal_redirect: the response was already produced");
+    }
+    if (mm_run_discard_output(r)) {
+        mrb_raise(mrb, E_RUNTIME_ERROR,
+                  "Apache::Request#internal_redirect: part of the response was already sent");
+    }
+    run->forced = OK;
+    ap_internal_redirect(target, r);
+    return mrb_nil_value();
+}
+
 /* add_output_filter(name) / add_input_filter(name): inserts a registered
  * httpd filter (e.g. "DEFLATE") for this request; meant for InsertFilter
  * and earlier phases. */
 static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    int input = mrb_fixnum(mrb_cfunc_env_get(mrb, 0));
+    int input = (int)mm_binding_index(mrb);
     const char *name = mm_binding_pstr(mrb, r->pool, mrb_get_arg1(mrb), "a filter name");
     ap_filter_t *f = input ? ap_add_input_filter(name, NULL, r, r->connection)
                            : ap_add_output_filter(name, NULL, r, r->connection);
@@ -148,29 +299,60 @@ static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
 static mrb_value request_table(mrb_state *mrb, mrb_value self)
 {
     mm_binding_unwrap(mrb, self, NULL);
-    return mm_table_new(mrb, (mm_table_kind_e)mrb_fixnum(mrb_cfunc_env_get(mrb, 0)));
+    return mm_table_new(mrb, (mm_table_kind_e)mm_binding_index(mrb));
+}
+
+/* r.finfo, r.connection, r.server: objects of those classes (their own
+ * files), bound to this request. */
+static mrb_value request_object(mrb_state *mrb, mrb_value self)
+{
+    static const char *const classes[] = {"Finfo", "Connection", "Server"};
+    struct RClass *c = mrb_class_get_under(mrb, mm_binding_apache(mrb), classes[mm_binding_index(mrb)]);
+
+    mm_binding_unwrap(mrb, self, NULL);
+    return mrb_funcall(mrb, mrb_obj_value(c), "new", 0);
 }
 
 void mm_request_init(mrb_state *mrb)
 {
-    struct RClass *req = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Request", mrb->object_class);
+    struct RClass *req = mm_binding_define_wrapper_class(mrb, "Request", 1);
     size_t i;
 
-    MRB_SET_INSTANCE_TT(req, MRB_TT_DATA);
-    mrb_define_class_method(mrb, req, "new", request_new, MRB_ARGS_NONE());
     for (i = 0; i < FIELD_COUNT; i++) {
         char setter[64];
 
-        define_with_index(mrb, req, fields[i].name, field_get, i);
+        mm_binding_define_indexed(mrb, req, fields[i].name, field_get, i);
         snprintf(setter, sizeof setter, "%s=", fields[i].name);
-        define_with_index(mrb, req, setter, field_set, i);
+        mm_binding_define_indexed(mrb, req, setter, field_set, i);
+    }
+    for (i = 0; i < sizeof int_fields / sizeof int_fields[0]; i++) {
+        mm_binding_define_indexed(mrb, req, int_fields[i].name, int_field_get, i);
+    }
+    mrb_define_method(mrb, req, "proxyreq=", request_set_proxyreq, MRB_ARGS_REQ(1));
+    for (i = 0; i < 6; i++) {
+        static const char *const names[] = {
+            "main?", "prev?", "next?", "sub_request?", "internal_redirect?", "external_redirect?"};
+        mm_binding_define_indexed(mrb, req, names[i], request_relation, i % 3);
     }
     mrb_define_method(mrb, req, "status", request_status, MRB_ARGS_NONE());
     mrb_define_method(mrb, req, "status=", request_set_status, MRB_ARGS_REQ(1));
-    define_with_index(mrb, req, "headers_in", request_table, MM_TABLE_HEADERS_IN);
-    define_with_index(mrb, req, "headers_out", request_table, MM_TABLE_HEADERS_OUT);
-    define_with_index(mrb, req, "err_headers_out", request_table, MM_TABLE_ERR_HEADERS_OUT);
-    define_with_index(mrb, req, "notes", request_table, MM_TABLE_NOTES);
-    define_with_index(mrb, req, "add_output_filter", request_add_filter, 0);
-    define_with_index(mrb, req, "add_input_filter", request_add_filter, 1);
+    mrb_define_method(mrb, req, "content_length", request_content_length, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "content_length=", request_set_content_length, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, req, "document_root", request_document_root, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "document_root=", request_set_document_root, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, req, "scheme", request_scheme, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "response_time", request_response_time, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "error_log", request_error_log, MRB_ARGS_REQ(2));
+    mrb_define_method(mrb, req, "log", request_error_log, MRB_ARGS_REQ(2));
+    mrb_define_method(mrb, req, "internal_redirect", request_internal_redirect, MRB_ARGS_REQ(1));
+    mm_binding_define_indexed(mrb, req, "headers_in", request_table, MM_TABLE_HEADERS_IN);
+    mm_binding_define_indexed(mrb, req, "headers_out", request_table, MM_TABLE_HEADERS_OUT);
+    mm_binding_define_indexed(mrb, req, "err_headers_out", request_table, MM_TABLE_ERR_HEADERS_OUT);
+    mm_binding_define_indexed(mrb, req, "notes", request_table, MM_TABLE_NOTES);
+    mm_binding_define_indexed(mrb, req, "subprocess_env", request_table, MM_TABLE_ENV);
+    mm_binding_define_indexed(mrb, req, "finfo", request_object, 0);
+    mm_binding_define_indexed(mrb, req, "connection", request_object, 1);
+    mm_binding_define_indexed(mrb, req, "server", request_object, 2);
+    mm_binding_define_indexed(mrb, req, "add_output_filter", request_add_filter, 0);
+    mm_binding_define_indexed(mrb, req, "add_input_filter", request_add_filter, 1);
 }

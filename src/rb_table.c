@@ -1,5 +1,6 @@
 /* rb_table.c: the request's apr tables as Ruby objects: Apache::Headers_in,
- * Headers_out, Err_headers_out and Notes, all subclasses of Apache::Table.
+ * Headers_out, Err_headers_out, Notes and Env (subprocess_env), all
+ * subclasses of Apache::Table.
  * An object holds no pointer: it names its table kind and its request's
  * run, and every call looks the table up afresh. Header names and values
  * are checked before httpd sees them (no CR, LF or NUL: no header
@@ -11,6 +12,7 @@
 #include "apr_strings.h"
 #include "apr_tables.h"
 #include "httpd.h"
+#include "util_script.h"
 
 #include <mruby.h>
 #include <mruby/array.h>
@@ -34,6 +36,7 @@ static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
     [MM_TABLE_HEADERS_OUT] = {"Headers_out", offsetof(request_rec, headers_out), 1},
     [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", offsetof(request_rec, err_headers_out), 1},
     [MM_TABLE_NOTES] = {"Notes", offsetof(request_rec, notes), 0},
+    [MM_TABLE_ENV] = {"Env", offsetof(request_rec, subprocess_env), 0},
 };
 
 static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, const mm_table_kind_t **kp)
@@ -95,7 +98,8 @@ static mrb_value table_get(mrb_state *mrb, mrb_value self)
     return val ? mrb_str_new_cstr(mrb, val) : mrb_nil_value();
 }
 
-static mrb_value table_set(mrb_state *mrb, mrb_value self)
+/* t[name] = value (add: 0) and t.add(name, value) (add: 1). */
+static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
 {
     request_rec *r;
     const mm_table_kind_t *k;
@@ -109,7 +113,9 @@ static mrb_value table_set(mrb_state *mrb, mrb_value self)
     }
     name = key_arg(mrb, r, k, key);
     if (mrb_nil_p(val)) {
-        apr_table_unset(t, name);
+        if (!add) {
+            apr_table_unset(t, name);
+        }
         return val;
     }
     if (!mrb_string_p(val)) {
@@ -120,12 +126,53 @@ static mrb_value table_set(mrb_state *mrb, mrb_value self)
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: header value must not contain CR or LF", k->cls);
     }
     /* Each Set-Cookie is a header of its own: adding, not replacing. */
-    if (k->is_header && strcasecmp(name, "Set-Cookie") == 0) {
+    if (add || (k->is_header && strcasecmp(name, "Set-Cookie") == 0)) {
         apr_table_addn(t, name, value);
     } else {
         apr_table_setn(t, name, value);
     }
     return val;
+}
+
+static mrb_value table_set(mrb_state *mrb, mrb_value self)
+{
+    return table_store(mrb, self, 0);
+}
+
+static mrb_value table_add(mrb_state *mrb, mrb_value self)
+{
+    return table_store(mrb, self, 1);
+}
+
+typedef struct {
+    mrb_state *mrb;
+    mrb_value result;
+} mm_collect_t;
+
+static int collect_value(void *data, const char *key, const char *val)
+{
+    mm_collect_t *c = data;
+
+    mrb_ary_push(c->mrb, c->result, val ? mrb_str_new_cstr(c->mrb, val) : mrb_nil_value());
+    return 1;
+}
+
+/* t.get_all(name): every value of name, in order ([] when none). */
+static mrb_value table_get_all(mrb_state *mrb, mrb_value self)
+{
+    apr_table_t *t = table_of(mrb, self, NULL, NULL);
+    mrb_value key = mrb_get_arg1(mrb);
+    mm_collect_t c;
+
+    c.mrb = mrb;
+    c.result = mrb_ary_new(mrb);
+    if (!mrb_string_p(key)) {
+        key = mrb_obj_as_string(mrb, key);
+    }
+    if (!memchr(RSTRING_PTR(key), '\0', RSTRING_LEN(key))) {
+        apr_table_do(collect_value, &c, t, mrb_string_cstr(mrb, key), NULL);
+    }
+    return c.result;
 }
 
 static mrb_value table_delete(mrb_state *mrb, mrb_value self)
@@ -174,7 +221,18 @@ static mrb_value table_to_a(mrb_state *mrb, mrb_value self)
 
 static mrb_value table_new(mrb_state *mrb, mrb_value klass)
 {
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), (unsigned int)mrb_fixnum(mrb_cfunc_env_get(mrb, 0)));
+    unsigned int kind = (unsigned int)mm_binding_index(mrb);
+    mrb_value obj = mm_binding_wrap(mrb, mrb_class_ptr(klass), kind);
+
+    /* Apache::Env.new means the CGI variables, as mod_mruby had it (r.subprocess_env is the table as it is).
+     */
+    if (kind == MM_TABLE_ENV) {
+        request_rec *r = mm_binding_unwrap(mrb, obj, NULL);
+
+        ap_add_common_vars(r);
+        ap_add_cgi_vars(r);
+    }
+    return obj;
 }
 
 mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind)
@@ -194,17 +252,15 @@ void mm_table_init(mrb_state *mrb)
     mrb_define_method(mrb, table, "[]", table_get, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, table, "[]=", table_set, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, table, "delete", table_delete, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, table, "add", table_add, MRB_ARGS_REQ(2));
+    mrb_define_method(mrb, table, "get_all", table_get_all, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, table, "to_a", table_to_a, MRB_ARGS_NONE());
 
     for (i = 0; i < MM_TABLE_COUNT; i++) {
         struct RClass *c = mrb_define_class_under(mrb, apache, kinds[i].cls, table);
-        mrb_value kind = mrb_fixnum_value(i);
-        struct RProc *p = mrb_proc_new_cfunc_with_env(mrb, table_new, 1, &kind);
-        mrb_method_t m;
 
         MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-        MRB_METHOD_FROM_PROC(m, p);
-        mrb_define_method_raw(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))),
-                              mrb_intern_lit(mrb, "new"), m);
+        mm_binding_define_indexed(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new",
+                                  table_new, i);
     }
 }

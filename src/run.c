@@ -19,6 +19,7 @@
 #include <mruby/class.h>
 #include <mruby/variable.h>
 
+#include "binding.h"
 #include "config.h"
 #include "error.h"
 
@@ -108,12 +109,20 @@ static void drop_output(request_rec *r)
     }
 }
 
+int mm_run_discard_output(request_rec *r)
+{
+    drop_output(r);
+    return was_flushed(r);
+}
+
 /* The script raised. Nothing has been sent yet: the phase's error result
  * (httpd then sends its error page, so ErrorDocument applies). Part of the
  * response already went out: the status line cannot change any more, so
  * the connection is cut, and the client sees a truncated response. */
-static int result_of_exception(mm_run_t *run)
+static int result_of_exception(mm_run_t *run, mrb_value exc)
 {
+    int status;
+
     if (run->r == NULL || (run->kind->flags & MM_KIND_OWN_RESULT)) {
         return run->kind->error_result;
     }
@@ -123,7 +132,20 @@ static int result_of_exception(mm_run_t *run)
         run->r->connection->aborted = 1;
         return DONE;
     }
-    return run->kind->error_result;
+    /* Apache::HTTPError (e.g. a body over the limit: 413) names its status. */
+    status = mrb_nil_p(exc) ? 0 : mm_binding_exception_status(run->vm->mrb, exc);
+    return status ? status : run->kind->error_result;
+}
+
+/* A method imposed the result (the response was produced otherwise: an
+ * internal redirect, httpd's own 413): it wins over what the script
+ * returned or raised, and the script's output is dropped, never sent. */
+static int forced_result(mm_run_t *run)
+{
+    if (run->r) {
+        drop_output(run->r);
+    }
+    return run->forced;
 }
 
 static void log_bad_return(mm_run_t *run)
@@ -366,21 +388,23 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
                                              "and its VM replaced",
                              run->kind->stem, run->script);
             }
-
-            result = result_of_exception(run);
+            if (run->forced != MM_STATUS_UNSET) {
+                return forced_result(run);
+            }
+            result = result_of_exception(run, exc);
             /* A content handler out of time: the server is too busy. */
             return (timed_out && result != DONE && (run->kind->flags & MM_KIND_CONTENT))
                        ? HTTP_SERVICE_UNAVAILABLE
                        : result;
         }
         if (!is_sleeping(run)) {
-            return result_of_return(run);
+            return run->forced != MM_STATUS_UNSET ? forced_result(run) : result_of_return(run);
         }
         if (run->sleep < 0) {
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
                           MM_LOGNO(00060) "%s script %s yielded its own fiber: use Apache::Async.sleep",
                           run->kind->stem, run->script);
-            return result_of_exception(run);
+            return result_of_exception(run, mrb_nil_value());
         }
         if (mm_suspend(run, slot) == APR_SUCCESS) {
             return SUSPENDED;
@@ -415,6 +439,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     run.data = data;
     run.script = script ? script->name : r->filename;
     run.status = MM_STATUS_UNSET;
+    run.forced = MM_STATUS_UNSET;
     run.serial = ++vm->serial;
     run.outer = vm->run;
     run.vm = vm;

@@ -23,6 +23,10 @@ typedef struct mm_run {
                                     a provider's arguments), or NULL */
     const char *script;          /* its name, for logs */
     int status;                  /* set by Apache.return; MM_STATUS_UNSET otherwise */
+    int forced;                  /* MM_STATUS_UNSET, or the result a method imposed because
+                                    the response was already produced (an internal redirect,
+                                    a 413 sent while reading the body): it wins, and the
+                                    output is dropped */
     uintptr_t serial;            /* objects made during this run carry it */
     struct mm_run *outer;        /* the run this one is nested in (subrequests), or NULL */
     mm_vm_t *vm;                 /* the VM the script runs in */
@@ -32,8 +36,7 @@ typedef struct mm_run {
     apr_interval_time_t timeout; /* mrubyTimeout for each stretch it runs; 0: none */
     void *escape;                /* the catch point (struct mrb_jmpbuf) of the
                                     stretch running now, for a hard stop */
-
-    struct mm_sleeper *sleeper; /* where the record lives while the script sleeps */
+    struct mm_sleeper *sleeper;  /* where the record lives while the script sleeps */
 } mm_run_t;
 
 /* The rest of a phase, for a script that sleeps in the middle of it: the
@@ -70,5 +73,9 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot);
  * content handler the last piece goes down with EOS, so a small response
  * gets a Content-Length. APR_EOF once the response is complete. */
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len);
+
+/* Discards r's buffered output; returns 1 when part of the response had
+ * already gone down the filter chain (it cannot be taken back). */
+int mm_run_discard_output(request_rec *r);
 
 #endif

@@ -301,6 +301,15 @@ class Httpd:
         finally:
             conn.close()
 
+    def raw(self, data, timeout=30):
+        """Sends data (bytes: a whole request, as written) and parses the
+        response: for repeated headers, hand-made chunking, bad input."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
+            sock.sendall(data)
+            resp = http.client.HTTPResponse(sock, method=data.split(b" ", 1)[0].decode())
+            resp.begin()
+            return Response(resp.status, resp.headers, resp.read())
+
     def get(self, path, headers=None, timeout=30):
         return self.request("GET", path, headers=headers, timeout=timeout)
 

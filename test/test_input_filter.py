@@ -62,6 +62,11 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
     SetInputFilter double_a
     ProxyPass http://127.0.0.1:{backend}/echo
 </Location>
+<Location /proxy-after-ruby>
+    mrubyAccessCheckerCode "r = Apache::Request.new; r.err_headers_out['X-Ruby-Saw'] = r.body"
+    SetInputFilter double_a
+    ProxyPass http://127.0.0.1:{backend}/echo
+</Location>
 <Location /proxy-upcase>
     SetInputFilter upcase
     ProxyPass http://127.0.0.1:{backend}/echo
@@ -76,7 +81,7 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
 <Location /ruby>
     SetInputFilter upcase
     SetHandler mruby-native-script
-    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs(r.respond_to?(:body) ? 'handler got: ' + r.body : 'no Request#body')"
+    mrubyHandlerCode "Apache.rputs 'handler got: ' + Apache::Request.new.body"
 </Location>
 """
 
@@ -224,11 +229,20 @@ def test_mod_proxy_never_forwards_a_refused_body(servers):
     assert "DROP" not in access_log(backend)
 
 
+def test_a_body_ruby_read_early_still_goes_through_the_filter_to_mod_proxy(front):
+    # Request#body in AccessChecker keeps the client's bytes; mod_proxy then
+    # reads them again, through the input filter.
+    r = front.request("POST", "/proxy-after-ruby", body=b"a banana")
+    assert r.status == 200
+    assert r.headers["X-Ruby-Saw"] == "a banana"
+    assert r.body == b"aa baanaanaa"
+
+
+@pytest.mark.xfail(strict=True, reason="Request#body reads the body below the content input filters "
+                   "(body.c keeps the client's bytes for replay), so a Ruby handler sees it unfiltered")
 def test_a_ruby_handler_reads_the_rewritten_body(front):
     r = front.request("POST", "/ruby", body=b"from the client")
     assert r.status == 200
-    if r.body == b"no Request#body":
-        pytest.skip("Apache::Request#body (the Ruby API's request body) is not in this build")
     assert r.body == b"handler got: FROM THE CLIENT"
 
 

@@ -1,12 +1,19 @@
 # The class tree of the API, declared exactly as the C bindings declare it,
 # so that this file and the C side may be loaded in either order.
 class Apache
+  class HTTPError < StandardError; end
   class Request; end
   class Table; end
   class Headers_in < Table; end
   class Headers_out < Table; end
   class Err_headers_out < Table; end
   class Notes < Table; end
+  class Env < Table; end
+  class Connection; end
+  class Server; end
+  class Scoreboard; end
+  class Finfo; end
+  class Input; end
   module Async; end
   class Filter; end
   class AuthnProvider; end
@@ -14,6 +21,10 @@ class Apache
   class Timeout < Exception; end
 
 end
+
+# Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).
+class Regexp; end
+class MatchData; end
 
 # mruby has no LoadError of its own; require raises it.
 class LoadError < ScriptError; end unless Object.const_defined?(:LoadError)

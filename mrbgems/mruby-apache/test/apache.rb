@@ -56,3 +56,26 @@ end
 assert('get_server_class is Apache') do
   assert_equal Apache, get_server_class
 end
+
+assert('Apache::HTTPError carries a status') do
+  e = Apache::HTTPError.new(404, "gone")
+  assert_equal 404, e.status
+  assert_equal "gone", e.message
+  assert_equal 500, Apache::HTTPError.new.status
+  assert_raise(ArgumentError) { Apache::HTTPError.new(302) }
+  assert_true e.is_a?(StandardError)
+end
+
+assert('Apache.redirect checks its arguments') do
+  assert_raise(ArgumentError) { Apache.redirect("/x", 200) }
+  assert_raise(ArgumentError) { Apache.redirect("/x", "302") }
+  assert_raise(TypeError) { Apache.redirect(nil) }
+  assert_raise(ArgumentError) { Apache.redirect("") }
+end
+
+assert('Apache::Input#each reads in pieces until nil') do
+  input = Apache::Input.allocate
+  data = ["ab", "c", nil]
+  input.define_singleton_method(:read) { |_n| data.shift }
+  assert_equal ["ab", "c"], input.each.to_a
+end

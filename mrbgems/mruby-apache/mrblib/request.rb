@@ -1,0 +1,51 @@
+class Apache
+  class Request
+    # Hands the request to mod_proxy as a reverse proxy to url (as
+    # mod_mruby's scripts did in the translate_name phase).
+    def reverse_proxy(url)
+      raise TypeError, "reverse_proxy: the URL must be a String" unless url.is_a?(String)
+      self.handler = "proxy-server"
+      self.proxyreq = Apache::PROXYREQ_REVERSE
+      self.filename = "proxy:" + url
+      # The URI is mapped: in TranslateName, httpd must not map it again
+      # (scripts written for mod_mruby end here without Apache.return).
+      Apache.return Apache::OK
+    end
+
+
+    # The query string as Apache::Params (name => value).
+    def query_params
+      @query_params ||= Params.from_pairs(*__query_pairs)
+    end
+
+    # The body of a form POST (urlencoded or multipart) as Apache::Params;
+    # empty for other content types. Reading it keeps the body for others.
+    def form_params
+      @form_params ||= begin
+        ct = headers_in["Content-Type"].to_s
+        type = ct.split(";", 2)[0].to_s.strip.downcase
+        if type == "application/x-www-form-urlencoded"
+          Params.from_pairs(*__form_pairs)
+        elsif type == "multipart/form-data"
+          boundary = Multipart.boundary(ct)
+          raise Apache::HTTPError.new(400, "multipart/form-data without a boundary") unless boundary
+          Multipart.parse(body.to_s, boundary, __fields_limit)
+        else
+          Params.new
+        end
+      end
+    end
+
+    # The request's cookies, name => value (the first of a repeated name).
+    def cookies
+      @cookies ||= Cookie.parse(headers_in.get_all("Cookie").join("; "))
+    end
+
+    # Adds a Set-Cookie header (kept on error pages and redirects too).
+    # attrs: path, domain, expires (Time or String), max_age, secure,
+    # httponly, samesite.
+    def set_cookie(name, value, attrs = {})
+      err_headers_out.add("Set-Cookie", Cookie.build(name, value, attrs))
+    end
+  end
+end

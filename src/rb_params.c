@@ -1,0 +1,142 @@
+/* rb_params.c: the parsing Request#query_params and #form_params rely on,
+ * done by httpd's own parsers: ap_args_to_table for the query string,
+ * ap_parse_form_data for an urlencoded body (read from the kept body, so it
+ * stays available to others). Each returns [[name, value], ...] and
+ * whether input was dropped (mrubyFormFieldsLimit); the Ruby half
+ * (mrblib/params.rb) makes Apache::Params of them and parses multipart. */
+
+#include "apr_strings.h"
+#include "httpd.h"
+#include "http_config.h"
+#include "util_script.h"
+
+#include <mruby.h>
+#include <mruby/array.h>
+#include <mruby/string.h>
+
+#include <string.h>
+
+#include "binding.h"
+#include "body.h"
+#include "config.h"
+#include "mod_mruby.h"
+
+static int fields_limit(request_rec *r)
+{
+    return mm_config_fields_limit(ap_get_module_config(r->per_dir_config, &mruby_module));
+}
+
+static mrb_value pairs_result(mrb_state *mrb, mrb_value pairs, int truncated)
+{
+    mrb_value v[2];
+
+    v[0] = pairs;
+    v[1] = mrb_bool_value(truncated);
+    return mrb_ary_new_from_values(mrb, 2, v);
+}
+
+typedef struct {
+    mrb_state *mrb;
+    mrb_value pairs;
+    int left; /* fields still allowed */
+    int truncated;
+} mm_pairs_t;
+
+static int add_pair(void *data, const char *key, const char *val)
+{
+    mm_pairs_t *p = data;
+    mrb_value kv[2];
+
+    if (p->left-- <= 0) {
+        p->truncated = 1;
+        return 0;
+    }
+    kv[0] = mrb_str_new_cstr(p->mrb, key);
+    kv[1] = mrb_str_new_cstr(p->mrb, val);
+    mrb_ary_push(p->mrb, p->pairs, mrb_ary_new_from_values(p->mrb, 2, kv));
+    return 1;
+}
+
+/* ap_args_to_table decodes %XX but not '+' (it is for paths); forms encode
+ * a space as '+', so '+' becomes %20 first. httpd keeps the last value of a
+ * repeated name and stops a value at a decoded NUL. */
+static mrb_value request_query_pairs(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    char *saved = r->args, *args, *o;
+    const char *s;
+    apr_table_t *t;
+    mm_pairs_t p;
+
+    p.mrb = mrb;
+    p.pairs = mrb_ary_new(mrb);
+    p.left = fields_limit(r);
+    p.truncated = 0;
+    if (r->args == NULL || *r->args == '\0') {
+        return pairs_result(mrb, p.pairs, 0);
+    }
+    args = o = apr_palloc(r->pool, strlen(r->args) * 3 + 1);
+    for (s = r->args; *s; s++) {
+        if (*s == '+') {
+            memcpy(o, "%20", 3);
+            o += 3;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    r->args = args;
+    ap_args_to_table(r, &t);
+    r->args = saved;
+    apr_table_do(add_pair, &p, t, NULL);
+    return pairs_result(mrb, p.pairs, p.truncated);
+}
+
+/* An application/x-www-form-urlencoded body (the caller checked the type:
+ * ap_parse_form_data discards any other body). */
+static mrb_value request_form_pairs(mrb_state *mrb, mrb_value self)
+{
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+    mrb_value body = mrb_funcall(mrb, self, "body", 0); /* keeps it all, or raises */
+    mm_body_t *b = mm_body_of(r);
+    apr_array_header_t *pairs;
+    int limit = fields_limit(r), rv, i;
+    mrb_value result = mrb_ary_new(mrb);
+
+    if (mrb_nil_p(body)) {
+        return pairs_result(mrb, result, 0);
+    }
+    rv = ap_parse_form_data(r, mm_body_replay_filter(r, b), &pairs, (apr_size_t)limit,
+                            (apr_size_t)mm_body_kept(b) + 1);
+    for (i = 0; i < pairs->nelts; i++) {
+        ap_form_pair_t *pair = &APR_ARRAY_IDX(pairs, i, ap_form_pair_t);
+        apr_off_t len = 0;
+        mrb_value kv[2];
+        apr_size_t n;
+        int ai = mrb_gc_arena_save(mrb);
+
+        apr_brigade_length(pair->value, 1, &len);
+        kv[0] = mrb_str_new_cstr(mrb, pair->name);
+        kv[1] = mrb_str_new(mrb, NULL, (mrb_int)len);
+        n = (apr_size_t)len;
+        apr_brigade_flatten(pair->value, RSTRING_PTR(kv[1]), &n);
+        RSTR_SET_LEN(mrb_str_ptr(kv[1]), n);
+        mrb_ary_push(mrb, result, mrb_ary_new_from_values(mrb, 2, kv));
+        mrb_gc_arena_restore(mrb, ai);
+    }
+    return pairs_result(mrb, result, rv != OK);
+}
+
+static mrb_value request_fields_limit(mrb_state *mrb, mrb_value self)
+{
+    return mrb_fixnum_value(fields_limit(mm_binding_unwrap(mrb, self, NULL)));
+}
+
+void mm_params_init(mrb_state *mrb)
+{
+    struct RClass *req = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Request");
+
+    mrb_define_method(mrb, req, "__query_pairs", request_query_pairs, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "__form_pairs", request_form_pairs, MRB_ARGS_NONE());
+    mrb_define_method(mrb, req, "__fields_limit", request_fields_limit, MRB_ARGS_NONE());
+}

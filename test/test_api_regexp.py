@@ -1,0 +1,93 @@
+"""Regexp and MatchData on httpd's PCRE, so scripts written for mruby
+builds with a Regexp (like mod_mruby's rewrite examples) run unchanged:
+Regexp.new(...).match, literals, $~ and $1, =~, sub/gsub/scan/split."""
+
+from httpd import module_httpd
+
+BODY = r"""
+AddHandler mruby-script .mrb
+"""
+
+FILES = {
+    # mod_mruby's rewrite example, in our words
+    "htdocs/rewrite.mrb": r'''
+r = Apache::Request.new
+m = Regexp.new("^/rewrite.mrb/(.*)").match(r.uri)
+if m
+  target = "/moved/" + m[1]
+  m2 = Regexp.new("^/moved/deeper/(.*)").match(target)
+  target = "/final/" + m2[1] if m2
+  Apache.rputs target
+else
+  Apache.rputs "no match"
+end
+''',
+    "htdocs/regexp.mrb": r'''
+out = []
+m = /(?<year>\d{4})-(\d\d)/.match("date: 2024-05-17 end")
+out << m[0] << m[1] << m["year"] << m[:year] << m.pre_match << m.post_match << m.begin(0).to_s
+out << m.captures.inspect << m.names.inspect << m.size.to_s
+out << ("abc" =~ /b/).to_s << ("abc" =~ /z/).inspect
+"key=value" =~ /(\w+)=(\w+)/
+out << $1 << $2 << $~[0]
+out << /ABC/i.match?("xabcx").to_s << /a.c/.match?("a\nc").to_s << /a.c/m.match?("a\nc").to_s
+out << /^b$/.match?("a\nb\nc").to_s
+out << "a1b22c333".gsub(/\d+/, "#") << "a1b22".sub(/(\d+)/, '<\1>') << "x-y_z".gsub(/[-_]/) { |s| s == "-" ? "+" : "=" }
+out << "a1b22c333".scan(/\d+/).inspect << "k1=v1;k2=v2".scan(/(\w+)=(\w+)/).inspect
+out << "a, b,c ,d".split(/\s*,\s*/).inspect
+out << Regexp.escape("a.b*c") << /a\.b/.source << /x/i.inspect << Regexp.new("q", Regexp::IGNORECASE).casefold?.to_s
+out << (/foo/ === "xfoox").to_s
+out << Regexp.new(" a b # comment\n c", Regexp::EXTENDED).match?("abc").to_s
+case "/api/v1/items"
+when /^\/api\/v(\d+)/ then out << "api v#{$1}"
+end
+out << "binary\x00\xffdata".match(/\x00\xff(d)/)[1]
+Apache.rputs out.join("|")
+''',
+    "htdocs/errors.mrb": r'''
+out = []
+begin; Regexp.new("(unclosed"); rescue RegexpError => e; out << "RegexpError"; end
+begin; Regexp.new(nil); rescue TypeError; out << "TypeError"; end
+begin; Regexp.new("a\0b"); rescue ArgumentError; out << "NUL"; end
+out << /x/.match(nil).inspect << /x/.match("y").inspect << $~.inspect
+begin; /(a)/.match("a")[:nope]; rescue IndexError; out << "IndexError"; end
+Apache.rputs out.join(",")
+''',
+    "htdocs/cached.mrb": r'''
+$cached_re ||= Regexp.new("^/cached.mrb")
+Apache.rputs $cached_re.match?(Apache::Request.new.uri).to_s
+''',
+}
+
+server = module_httpd("regexp", BODY, files=FILES)
+
+
+def test_rewrite_example(server):
+    assert server.get("/rewrite.mrb/deeper/x/y").text == "/final/x/y"
+    assert server.get("/rewrite.mrb/plain").text == "/moved/plain"
+    assert server.get("/rewrite.mrb").text == "no match"
+
+
+def test_regexp_and_matchdata(server):
+    r = server.get("/regexp.mrb")
+    assert r.status == 200, server.error_log()[-2000:]
+    assert r.body.split(b"|") == [
+        b"2024-05", b"2024", b"2024", b"2024", b"date: ", b"-17 end", b"6",
+        b'["2024", "05"]', b'["year"]', b"3", b"1", b"nil",
+        b"key", b"value", b"key=value",
+        b"true", b"false", b"true", b"true",
+        b"a#b#c#", b"a<1>b22", b"x+y=z",
+        b'["1", "22", "333"]', b'[["k1", "v1"], ["k2", "v2"]]',
+        b'["a", "b", "c", "d"]',
+        b"a\\.b\\*c", b"a\\.b", b"/x/i", b"true", b"true", b"true", b"api v1", b"d",
+    ]
+
+
+def test_regexp_errors(server):
+    r = server.get("/errors.mrb")
+    assert r.body == b"RegexpError,TypeError,NUL,nil,nil,nil,IndexError"
+
+
+def test_regexp_kept_across_requests(server):
+    for _ in range(5):
+        assert server.get("/cached.mrb").body == b"true"
