@@ -42,6 +42,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_scoreboard_init,
     mm_finfo_init,
     mm_regexp_init,
+    mm_cache_init,
     mm_filter_init,
     mm_authn_init,
     mm_authz_init,

@@ -25,6 +25,7 @@ void mm_server_init(mrb_state *mrb);     /* rb_server.c: Apache::Server */
 void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard */
 void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */
 void mm_regexp_init(mrb_state *mrb);     /* rb_regexp.c: Regexp (PCRE, for old scripts) */
+void mm_cache_init(mrb_state *mrb);      /* rb_cache.c: Apache::Cache */
 void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
 void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
 void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */

@@ -1,5 +1,5 @@
-/* config.c: per-section configuration: create, merge, and the directives,
- * all generated from the phase table (phase.h).
+/* config.c: per-section and per-server configuration: create, merge, and
+ * the directives, the phase ones generated from the phase table (phase.h).
  *
  * For every phase there are eight directives: mruby<Stem><Order> FILE
  * [cache] and mruby<Stem><Order>Code "ruby", with <Order> First, Middle,
@@ -18,6 +18,7 @@
 #include "httpd.h"
 #include "http_config.h"
 
+#include "cache.h"
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
@@ -67,6 +68,20 @@ apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc)
 int mm_config_fields_limit(const mm_dir_conf_t *dc)
 {
     return dc->fields_limit != MM_UNSET ? dc->fields_limit : MM_DEFAULT_FIELDS_LIMIT;
+}
+
+void *mm_config_create_server(apr_pool_t *p, server_rec *s)
+{
+    return apr_pcalloc(p, sizeof(mm_server_conf_t));
+}
+
+void *mm_config_merge_server(apr_pool_t *p, void *basev, void *addv)
+{
+    const mm_server_conf_t *base = basev, *add = addv;
+    mm_server_conf_t *conf = apr_palloc(p, sizeof *conf);
+
+    conf->caches = add->caches ? add->caches : base->caches;
+    return conf;
 }
 
 /* cmd->info packs the phase and order of a directive. */
@@ -255,7 +270,6 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
     return err;
 }
 
-
 /* mrubyFormFieldsLimit N: the most fields query_params/form_params return. */
 static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
@@ -294,6 +308,8 @@ static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg
 const command_rec mm_directives[] = {
     MM_PHASES(MM_PHASE_CMDS)
     MM_SLOT_DIRECTIVES
+    AP_INIT_TAKE_ARGV("mrubyCache", mm_cache_cmd, NULL, RSRC_CONF,
+                      "[name] provider[:arguments] [max-value=bytes]: a shared cache for Apache::Cache"),
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
                  "accepted for compatibility with older configurations; has no effect"),
     AP_INIT_TAKE1("mrubyTimeout", cmd_timeout, NULL, MM_DIR_CONTEXT,

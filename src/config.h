@@ -43,11 +43,18 @@ typedef struct {
 } mm_settings_t;
 
 extern mm_settings_t mm_settings;
+/* Per-server configuration, in pconf. Its directives are global (main
+ * server only): virtual hosts inherit the main server's. */
+typedef struct {
+    apr_array_header_t *caches; /* of mm_cache_t * (cache.c); NULL: unset */
+} mm_server_conf_t;
 
 extern const command_rec mm_directives[];
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir);
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv);
+void *mm_config_create_server(apr_pool_t *p, server_rec *s);
+void *mm_config_merge_server(apr_pool_t *p, void *basev, void *addv);
 
 /* The script a directive names: inline code (code true) or a file, relative
  * to ServerRoot, compiled now; NULL or an error message for the directive. */

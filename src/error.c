@@ -76,6 +76,10 @@ void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_r
     mrb_bool raised = FALSE;
     int ai = mrb_gc_arena_save(mrb);
 
+    /* Reading the message allocates, and may run the GC: nothing else may
+     * still refer to exc (an exception that ended a fiber, mrb->exc
+     * cleared), so it is kept in the arena until the entry is written. */
+    mrb_gc_protect(mrb, exc);
     memset(&t, 0, sizeof t);
     if (r) {
         t.p = r->pool;

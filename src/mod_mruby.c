@@ -10,6 +10,7 @@
 #include <mruby/version.h>
 
 #include "body.h"
+#include "cache.h"
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
@@ -25,12 +26,17 @@ static int mm_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
     mm_config_pre_config(pconf);
     mm_code_pre_config(pconf);
     mm_slots_pre_config(pconf);
-    return OK;
+    return mm_cache_pre_config(pconf, plog);
 }
 
 static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
+    int rv;
+
     mm_code_post_config();
+    if ((rv = mm_cache_post_config(pconf, plog, s)) != OK) {
+        return rv;
+    }
     /* httpd reads its configuration twice at startup; say it once. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         int threaded = 0;
@@ -48,25 +54,29 @@ static void mm_child_init(apr_pool_t *pchild, server_rec *s)
 {
     mm_vm_child_init(pchild, s);
     mm_suspend_child_init(pchild, s);
+    mm_cache_child_init(pchild, s);
 }
 
 static void mm_register_hooks(apr_pool_t *p)
 {
     ap_hook_pre_config(mm_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(mm_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Before any ChildInit script: they need the per-thread VMs. */
+    /* Before any ChildInit script: they need the per-thread VMs and the
+     * caches. */
     ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
     mm_body_register_hooks(p);
     mm_slots_register_hooks(p);
 }
 
+/* clang-format off */
 module AP_MODULE_DECLARE_DATA mruby_module = {
     STANDARD20_MODULE_STUFF,
-    mm_config_create_dir, /* per-section config */
-    mm_config_merge_dir,  /* merge per-section config */
-    NULL,                 /* per-server config */
-    NULL,                 /* merge per-server config */
-    mm_directives,        /* directives */
-    mm_register_hooks,    /* hooks */
+    mm_config_create_dir,    /* per-section config */
+    mm_config_merge_dir,     /* merge per-section config */
+    mm_config_create_server, /* per-server config */
+    mm_config_merge_server,  /* merge per-server config */
+    mm_directives,           /* directives */
+    mm_register_hooks,       /* hooks */
 };
+/* clang-format on */

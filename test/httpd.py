@@ -228,11 +228,16 @@ class Httpd:
             if self.proc.poll() is not None:
                 raise RuntimeError("httpd exited with %s:\n%s\n%s" % (
                     self.proc.returncode, self._stdout(), self.error_log()))
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.05)
+            # httpd listens from its first configuration pass on, before the
+            # second one runs the post_config hooks (PostConfig scripts): it
+            # is ready once it says so in the log.
+            if "resuming normal operations" in self.error_log():
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                        return self
+                except OSError:
+                    pass
+            time.sleep(0.05)
         self.stop(check=False)
         raise RuntimeError("httpd did not start listening:\n" + self.error_log())
 

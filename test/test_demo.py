@@ -42,6 +42,8 @@ def test_demo_server():
         assert r.status == 200 and r.body.startswith(b"Hello, tester!\n")
         assert r.headers["X-Powered-By"] == "mod_mruby"
         assert b"request(s) of this page" in client.get("/counter.mrb").body
+        assert client.get("/shared_counter.mrb").body == b"this page was served 1 time(s) in all\n"
+        assert client.get("/shared_counter.mrb").body == b"this page was served 2 time(s) in all\n"
         r = client.get("/error")
         assert r.status == 500 and b"an example exception" not in r.body
     finally:

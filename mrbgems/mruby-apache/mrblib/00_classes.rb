@@ -20,6 +20,9 @@ class Apache
   class AuthzProvider; end
   class Timeout < Exception; end
 
+  class Cache
+    class Error < StandardError; end
+  end
 end
 
 # Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).

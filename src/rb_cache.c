@@ -1,0 +1,301 @@
+/* rb_cache.c: Apache::Cache, a configured shared cache (cache.c) as Ruby
+ * sees it. C checks and converts the arguments and runs each operation in
+ * a scratch pool of the VM; the Ruby half (mrblib/cache.rb) composes them
+ * into [], []=, set, fetch, incr and the class-level shortcuts for the
+ * default cache. Keys and values are copied on the way in and out: nothing
+ * points into Ruby memory once a method returns. */
+
+#include <math.h>
+#include <string.h>
+
+#include "httpd.h"
+
+#include <mruby.h>
+#include <mruby/class.h>
+#include <mruby/data.h>
+#include <mruby/error.h>
+#include <mruby/string.h>
+
+#include "binding.h"
+#include "cache.h"
+#include "vm.h"
+
+/* An Apache::Cache object holds the mm_cache_t of its cache. That lives in
+ * pconf, which outlives every VM of the process: nothing to free. */
+static const mrb_data_type cache_type = {"Apache::Cache", NULL};
+
+static struct RClass *error_class(mrb_state *mrb)
+{
+    return mrb_class_get_under(mrb, mrb_class_get_under(mrb, mm_binding_apache(mrb), "Cache"), "Error");
+}
+
+static mm_cache_t *cache_of(mrb_state *mrb, mrb_value self)
+{
+    mm_cache_t *c = mrb_data_check_get_ptr(mrb, self, &cache_type);
+
+    if (c == NULL) {
+        mrb_raise(mrb, E_TYPE_ERROR, "not an Apache::Cache (use Apache::Cache.named)");
+    }
+    return c;
+}
+
+/* Apache::Cache.__open(name): the configured cache of that name (mrblib's
+ * Apache::Cache.named keeps one object per name and VM). */
+static mrb_value cache_open(mrb_state *mrb, mrb_value klass)
+{
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Cache");
+    const char *name, *why;
+    mm_cache_t *c;
+
+    mrb_get_args(mrb, "z", &name);
+    c = mm_cache_find(run->s, name);
+    if (c == NULL && strcmp(name, MM_CACHE_DEFAULT_NAME) == 0) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR,
+                  "no cache is configured: add `mrubyCache PROVIDER:ARGS` to the server configuration");
+    }
+    if (c == NULL) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "no cache named '%s': add `mrubyCache %s PROVIDER:ARGS`", name,
+                   name);
+    }
+    why = mm_cache_unusable(c);
+    if (why) {
+        mrb_raisef(mrb, error_class(mrb), "cache '%s' cannot be used here: %s", name, why);
+    }
+    return mrb_obj_value(mrb_data_object_alloc(mrb, mrb_class_ptr(klass), c, &cache_type));
+}
+
+/* A key: a String or a Symbol of 1..MM_CACHE_KEY_MAX bytes. */
+static const char *key_of(mrb_state *mrb, mrb_value key, apr_size_t *len)
+{
+    const char *ptr;
+    mrb_int n;
+
+    if (mrb_string_p(key)) {
+        ptr = RSTRING_PTR(key);
+        n = RSTRING_LEN(key);
+    } else if (mrb_symbol_p(key)) {
+        ptr = mrb_sym_name_len(mrb, mrb_symbol(key), &n);
+    } else {
+        mrb_raisef(mrb, E_TYPE_ERROR, "a cache key must be a String or a Symbol, not %s",
+                   mrb_obj_classname(mrb, key));
+    }
+    if (n < 1 || n > MM_CACHE_KEY_MAX) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "a cache key has 1 to %d bytes, not %d", MM_CACHE_KEY_MAX, (int)n);
+    }
+    *len = (apr_size_t)n;
+    return ptr;
+}
+
+/* A lifetime: nil (the longest) or 1..MM_CACHE_TTL_MAX_SEC seconds. */
+static apr_interval_time_t ttl_of(mrb_state *mrb, mrb_value ttl)
+{
+    double sec;
+
+    if (mrb_nil_p(ttl)) {
+        return apr_time_from_sec(MM_CACHE_TTL_MAX_SEC);
+    }
+    if (mrb_integer_p(ttl)) {
+        sec = (double)mrb_integer(ttl);
+    } else if (mrb_float_p(ttl)) {
+        sec = mrb_float(ttl);
+    } else {
+        mrb_raisef(mrb, E_TYPE_ERROR, "ttl must be a number of seconds, not %s", mrb_obj_classname(mrb, ttl));
+    }
+    if (!(sec >= 1 && sec <= MM_CACHE_TTL_MAX_SEC)) { /* NaN too */
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "ttl must be from 1 to %d seconds (30 days)", MM_CACHE_TTL_MAX_SEC);
+    }
+    return (apr_interval_time_t)(sec * APR_USEC_PER_SEC);
+}
+
+/* Every operation runs with a scratch pool of the VM's pool (its own
+ * allocator, used by the one thread that runs the VM at a time), destroyed
+ * before the method returns or raises. */
+typedef struct {
+    mm_cache_t *c;
+    server_rec *s;
+    apr_pool_t *p;
+    const char *what;
+} mm_op_t;
+
+static void op_begin(mrb_state *mrb, mrb_value self, const char *what, mm_op_t *op)
+{
+    op->c = cache_of(mrb, self);
+    op->s = mm_binding_run(mrb, "Apache::Cache")->s;
+    op->what = what;
+    if (apr_pool_create(&op->p, mm_vm_of(mrb)->pool) != APR_SUCCESS) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Cache: out of memory");
+    }
+}
+
+/* Ends the operation; raises for a failed status. */
+static void op_end(mrb_state *mrb, mm_op_t *op, apr_status_t rv)
+{
+    char buf[256];
+    const char *why = NULL;
+
+    if (rv != APR_SUCCESS) {
+        why = mm_cache_strerror(op->c, rv, buf, sizeof buf);
+    }
+    apr_pool_destroy(op->p);
+    if (why == NULL) {
+        return;
+    }
+    if (rv == MM_CACHE_ENOTINT) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "Apache::Cache#%s: %s", op->what, why);
+    }
+    if (rv == MM_CACHE_EOVERFLOW) {
+        mrb_raisef(mrb, E_RANGE_ERROR, "Apache::Cache#%s: %s", op->what, why);
+    }
+    mrb_raisef(mrb, error_class(mrb), "cache '%s': %s failed: %s", mm_cache_name(op->c), op->what, why);
+}
+
+/* get(key): the value (a new String), or nil. */
+static mrb_value cache_get(mrb_state *mrb, mrb_value self)
+{
+    mrb_value key = mrb_get_arg1(mrb), result = mrb_nil_value();
+    apr_size_t klen, vlen;
+    const char *k = key_of(mrb, key, &klen);
+    char *val;
+    mm_op_t op;
+    apr_status_t rv;
+
+    op_begin(mrb, self, "get", &op);
+    rv = mm_cache_get(op.c, op.s, k, klen, op.p, &val, &vlen);
+    if (rv == APR_SUCCESS) {
+        result = mrb_str_new(mrb, val, (mrb_int)vlen);
+    } else if (APR_STATUS_IS_NOTFOUND(rv)) {
+        rv = APR_SUCCESS;
+    }
+    op_end(mrb, &op, rv);
+    return result;
+}
+
+/* __set(key, value, ttl): stores a copy of the String value. */
+static mrb_value cache_set(mrb_state *mrb, mrb_value self)
+{
+    mrb_value key, value, ttl;
+    apr_size_t klen, max = mm_cache_max_value(cache_of(mrb, self));
+    const char *k;
+    apr_interval_time_t life;
+    mm_op_t op;
+
+    mrb_get_args(mrb, "ooo", &key, &value, &ttl);
+    k = key_of(mrb, key, &klen);
+    life = ttl_of(mrb, ttl);
+    if (!mrb_string_p(value)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "a cache value must be a String, not %s",
+                   mrb_obj_classname(mrb, value));
+    }
+    if ((apr_size_t)RSTRING_LEN(value) > max) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "a value of %d bytes is larger than the cache's max-value (%d)",
+                   (int)RSTRING_LEN(value), (int)max);
+    }
+    op_begin(mrb, self, "set", &op);
+    op_end(mrb, &op,
+           mm_cache_set(op.c, op.s, k, klen, RSTRING_PTR(value), (apr_size_t)RSTRING_LEN(value), life, op.p));
+    return value;
+}
+
+/* delete(key): true if there was an entry to remove, false if not. */
+static mrb_value cache_delete(mrb_state *mrb, mrb_value self)
+{
+    apr_size_t klen;
+    const char *k = key_of(mrb, mrb_get_arg1(mrb), &klen);
+    mm_op_t op;
+    apr_status_t rv;
+    mrb_bool found = TRUE;
+
+    op_begin(mrb, self, "delete", &op);
+    rv = mm_cache_remove(op.c, op.s, k, klen, op.p);
+    if (APR_STATUS_IS_NOTFOUND(rv)) {
+        found = FALSE;
+        rv = APR_SUCCESS;
+    }
+    op_end(mrb, &op, rv);
+    return mrb_bool_value(found);
+}
+
+/* __incr(key, by, ttl): the new value, as an Integer. */
+static mrb_value cache_incr(mrb_state *mrb, mrb_value self)
+{
+    mrb_value key, ttl;
+    mrb_int by;
+    apr_size_t klen;
+    const char *k;
+    apr_interval_time_t life;
+    apr_int64_t n = 0;
+    mm_op_t op;
+
+    mrb_get_args(mrb, "oio", &key, &by, &ttl);
+    k = key_of(mrb, key, &klen);
+    life = ttl_of(mrb, ttl);
+    op_begin(mrb, self, "incr", &op);
+    op_end(mrb, &op, mm_cache_incr(op.c, op.s, k, klen, (apr_int64_t)by, life, op.p, &n));
+    return mrb_int_value(mrb, (mrb_int)n);
+}
+
+static mrb_value sync_body(mrb_state *mrb, void *block)
+{
+    return mrb_yield_argv(mrb, *(mrb_value *)block, 0, NULL);
+}
+
+/* synchronize(key) { ... }: runs the block holding the cache's lock, which
+ * every thread of every child shares; released however the block ends. */
+static mrb_value cache_synchronize(mrb_state *mrb, mrb_value self)
+{
+    mm_cache_t *c = cache_of(mrb, self);
+    mrb_value key, block, result;
+    apr_size_t klen;
+    apr_status_t rv;
+    mrb_bool raised = FALSE;
+    char buf[256];
+
+    mrb_get_args(mrb, "o&", &key, &block);
+    key_of(mrb, key, &klen);
+    if (mrb_nil_p(block)) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Cache#synchronize needs a block");
+    }
+    rv = mm_cache_lock(c);
+    if (rv != APR_SUCCESS) {
+        mrb_raisef(mrb, error_class(mrb), "cache '%s': synchronize failed: %s", mm_cache_name(c),
+                   mm_cache_strerror(c, rv, buf, sizeof buf));
+    }
+    /* Whatever ends the block (a value, an exception, break), the lock is
+     * released before it goes on. A Fiber cannot switch inside the block:
+     * mruby refuses to yield across this C call (Apache::Async.sleep blocks
+     * instead), so a suspended request never holds the lock, and the thread
+     * that took it is the one that releases it. */
+    result = mrb_protect_error(mrb, sync_body, &block, &raised);
+    mm_cache_unlock(c);
+    if (raised) {
+        mrb_exc_raise(mrb, result);
+    }
+    return result;
+}
+
+static mrb_value cache_name(mrb_state *mrb, mrb_value self)
+{
+    return mrb_str_new_cstr(mrb, mm_cache_name(cache_of(mrb, self)));
+}
+
+static mrb_value cache_max_value(mrb_state *mrb, mrb_value self)
+{
+    return mrb_int_value(mrb, (mrb_int)mm_cache_max_value(cache_of(mrb, self)));
+}
+
+void mm_cache_init(mrb_state *mrb)
+{
+    struct RClass *cache = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Cache", mrb->object_class);
+
+    MRB_SET_INSTANCE_TT(cache, MRB_TT_DATA);
+    mrb_define_class_under(mrb, cache, "Error", mrb->eStandardError_class);
+    mrb_undef_class_method(mrb, cache, "new");
+    mrb_define_class_method(mrb, cache, "__open", cache_open, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, cache, "get", cache_get, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, cache, "__set", cache_set, MRB_ARGS_REQ(3));
+    mrb_define_method(mrb, cache, "delete", cache_delete, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, cache, "__incr", cache_incr, MRB_ARGS_REQ(3));
+    mrb_define_method(mrb, cache, "synchronize", cache_synchronize, MRB_ARGS_REQ(1) | MRB_ARGS_BLOCK());
+    mrb_define_method(mrb, cache, "name", cache_name, MRB_ARGS_NONE());
+    mrb_define_method(mrb, cache, "max_value", cache_max_value, MRB_ARGS_NONE());
+}
