@@ -97,10 +97,9 @@ static mrb_value authn_realm_hash(mrb_state *mrb, mrb_value self)
 
 void mm_authn_init(mrb_state *mrb)
 {
-    struct RClass *cls =
-        mrb_define_class_under(mrb, mm_binding_apache(mrb), "AuthnProvider", mrb->object_class);
+    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "AuthnProvider", 1);
 
-    MRB_SET_INSTANCE_TT(cls, MRB_TT_DATA);
+    /* Only in its kind of script: new checks the run before it wraps. */
     mrb_define_class_method(mrb, cls, "new", authn_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "user", authn_user, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "password", authn_password, MRB_ARGS_NONE());

@@ -61,10 +61,9 @@ static mrb_value authz_user(mrb_state *mrb, mrb_value self)
 
 void mm_authz_init(mrb_state *mrb)
 {
-    struct RClass *cls =
-        mrb_define_class_under(mrb, mm_binding_apache(mrb), "AuthzProvider", mrb->object_class);
+    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "AuthzProvider", 1);
 
-    MRB_SET_INSTANCE_TT(cls, MRB_TT_DATA);
+    /* Only in its kind of script: new checks the run before it wraps. */
     mrb_define_class_method(mrb, cls, "new", authz_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "name", authz_name, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "require_line", authz_require_line, MRB_ARGS_NONE());

@@ -170,9 +170,9 @@ static mrb_value filter_ctx(mrb_state *mrb, mrb_value self)
 
 void mm_filter_init(mrb_state *mrb)
 {
-    struct RClass *cls = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Filter", mrb->object_class);
+    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "Filter", 1);
 
-    MRB_SET_INSTANCE_TT(cls, MRB_TT_DATA);
+    /* Only in its kind of script: new checks the run before it wraps. */
     mrb_define_class_method(mrb, cls, "new", filter_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "flatten", filter_flatten, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "length", filter_length, MRB_ARGS_NONE());
