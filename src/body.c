@@ -1,13 +1,21 @@
 /* body.c: keeps what Ruby reads of the request body and replays it.
  *
- * The replay filter sits just above HTTP_IN (below the request's content
- * filters, which therefore see the same bytes whoever reads first). Ruby
- * reads through the filter's next (HTTP_IN): every byte read is appended to
- * the kept list. Whoever reads the request's input afterwards gets the kept
- * bytes from the filter first, then the rest from the client. The kept
- * bytes live in the client request's pool, so subrequests and internal
- * redirects (which share that pool) see them; an insert_filter hook adds a
- * filter instance to an internally redirected request. */
+ * Before httpd adds a request's content input filters (the early phases,
+ * where mod_proxy and friends read after Ruby), a script reads the client's
+ * bytes: the replay filter sits just above HTTP_IN (below the content
+ * filters, which therefore see the same bytes whoever reads first), Ruby
+ * reads through the filter's next (HTTP_IN), and every byte read is
+ * appended to the kept list. Whoever reads the request's input afterwards
+ * gets the kept bytes from the filter first, then the rest from the client.
+ * These bytes live in the client request's pool, so subrequests and
+ * internal redirects (which share that pool) see them; an insert_filter
+ * hook adds a filter instance to an internally redirected request.
+ *
+ * Once content input filters are in place (a content handler, with
+ * SetInputFilter and the like), a script that has not read the body yet
+ * reads it through them, as any handler would: those bytes are kept apart,
+ * for this request only, and replayed by an instance of the filter above
+ * every content filter, so a later reader does not filter them twice. */
 
 #include "apr_strings.h"
 #include "httpd.h"
@@ -21,7 +29,9 @@
 #include "body.h"
 #include "mod_mruby.h"
 
-#define MM_BODY_KEY     "mod_mruby.body"
+#define MM_BODY_KEY          "mod_mruby.body"
+#define MM_BODY_FILTERED_KEY "mod_mruby.body.filtered"
+
 #define MM_BODY_FILTER  "MRUBY_BODY_REPLAY"
 #define MM_BODY_READ_SZ (64 * 1024)
 
@@ -30,9 +40,11 @@ typedef struct {
     apr_size_t len;
 } mm_chunk_t;
 
-/* Lives in the client request's pool, as long as the request. */
+/* The client's bytes live in the client request's pool, as long as the
+ * request; the filtered bytes in the pool of the request that read them. */
 struct mm_body {
-    request_rec *owner;         /* the client request (top of main chain) */
+    request_rec *owner;         /* whose pool holds the bytes */
+    int filtered;               /* read through the content input filters */
     apr_array_header_t *chunks; /* of mm_chunk_t, in order */
     apr_off_t total;            /* bytes kept */
     int eos;                    /* the whole body is kept */
@@ -46,7 +58,8 @@ typedef struct {
     apr_off_t served;
 } mm_replay_t;
 
-static ap_filter_rec_t *replay_frec;
+static ap_filter_rec_t *replay_frec;     /* just above HTTP_IN: the client's bytes */
+static ap_filter_rec_t *replay_top_frec; /* above the content filters: filtered bytes */
 
 static request_rec *client_request(request_rec *r)
 {
@@ -56,27 +69,61 @@ static request_rec *client_request(request_rec *r)
     return r;
 }
 
-static mm_body_t *lookup(request_rec *r)
+static mm_body_t *lookup_in(apr_pool_t *pool, const char *key)
 {
     void *b = NULL;
 
-    apr_pool_userdata_get(&b, MM_BODY_KEY, client_request(r)->pool);
+    apr_pool_userdata_get(&b, key, pool);
     return b;
+}
+
+static mm_body_t *lookup(request_rec *r)
+{
+    return lookup_in(client_request(r)->pool, MM_BODY_KEY);
+}
+
+static mm_body_t *make_body(request_rec *owner, const char *key, int filtered)
+{
+    mm_body_t *b = apr_pcalloc(owner->pool, sizeof *b);
+
+    b->owner = owner;
+    b->filtered = filtered;
+    b->chunks = apr_array_make(owner->pool, 8, sizeof(mm_chunk_t));
+    b->bb = apr_brigade_create(owner->pool, owner->connection->bucket_alloc);
+    apr_pool_userdata_setn(b, key, NULL, owner->pool);
+    return b;
+}
+
+/* A content input filter (not ours) is on r's chain: httpd has run
+ * insert_filter for it. */
+static int has_content_filters(request_rec *r)
+{
+    ap_filter_t *f;
+
+    for (f = r->input_filters; f && f->frec->ftype < AP_FTYPE_PROTOCOL; f = f->next) {
+        if (f->frec != replay_frec && f->frec != replay_top_frec) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 mm_body_t *mm_body_of(request_rec *r)
 {
     request_rec *top = client_request(r);
-    mm_body_t *b = lookup(top);
+    mm_body_t *raw = lookup(top), *filtered;
 
-    if (b == NULL) {
-        b = apr_pcalloc(top->pool, sizeof *b);
-        b->owner = top;
-        b->chunks = apr_array_make(top->pool, 8, sizeof(mm_chunk_t));
-        b->bb = apr_brigade_create(top->pool, top->connection->bucket_alloc);
-        apr_pool_userdata_setn(b, MM_BODY_KEY, NULL, top->pool);
+    if (raw && raw->total > 0) {
+        return raw; /* the script has seen the client's bytes: go on with them */
     }
-    return b;
+    filtered = lookup_in(r->pool, MM_BODY_FILTERED_KEY);
+    if (filtered) {
+        return filtered;
+    }
+    if (has_content_filters(r)) {
+        return make_body(r, MM_BODY_FILTERED_KEY, 1);
+    }
+    return raw ? raw : make_body(top, MM_BODY_KEY, 0);
 }
 
 apr_off_t mm_body_kept(const mm_body_t *b)
@@ -182,14 +229,15 @@ apr_off_t mm_body_find(const mm_body_t *b, apr_off_t from, char c)
     return -1;
 }
 
-/* The replay filter on r's input chain, added if missing. */
+/* The replay filter of b on r's input chain, added if missing. */
 static ap_filter_t *replay_filter_of(request_rec *r, mm_body_t *b)
 {
+    ap_filter_rec_t *frec = b->filtered ? replay_top_frec : replay_frec;
     ap_filter_t *f;
     mm_replay_t *ctx;
 
     for (f = r->input_filters; f; f = f->next) {
-        if (f->frec == replay_frec) {
+        if (f->frec == frec) {
             return f;
         }
     }
@@ -198,7 +246,7 @@ static ap_filter_t *replay_filter_of(request_rec *r, mm_body_t *b)
      * client before it existed. */
     ctx = apr_pcalloc(r->pool, sizeof *ctx);
     ctx->body = b;
-    return ap_add_input_filter_handle(replay_frec, ctx, r, r->connection);
+    return ap_add_input_filter_handle(frec, ctx, r, r->connection);
 }
 
 static void keep(mm_body_t *b, const char *data, apr_size_t len)
@@ -339,5 +387,9 @@ void mm_body_register_hooks(apr_pool_t *p)
     /* Just above HTTP_IN (AP_FTYPE_PROTOCOL), below every content filter. */
     replay_frec =
         ap_register_input_filter(MM_BODY_FILTER, replay_in, NULL, (ap_filter_type)(AP_FTYPE_PROTOCOL - 1));
+    /* Above every content filter (AP_FTYPE_RESOURCE is the highest). */
+    replay_top_frec = ap_register_input_filter(MM_BODY_FILTER "_FILTERED", replay_in, NULL,
+                                               (ap_filter_type)(AP_FTYPE_RESOURCE - 1));
+
     ap_hook_insert_filter(insert_replay, NULL, NULL, APR_HOOK_FIRST);
 }
