@@ -44,6 +44,12 @@ VALGRIND_ERRORS = re.compile(r"Invalid (read|write|free)|Mismatched free|Jump to
                              r"points to unaddressable|Source and destination overlap")
 
 
+# Resident memory means little under ASan (freed memory waits in its
+# quarantine) or valgrind: tests that bound it skip those bounds there.
+measures_memory = pytest.mark.skipif(bool(PRELOAD) or VALGRIND,
+                                     reason="memory is not measured under sanitizers or valgrind")
+
+
 def sanitizer_env(env, report_dir):
     """env, plus the sanitizer runtimes (when MM_HTTPD_PRELOAD names them)
     with their reports going to files in report_dir."""

@@ -14,7 +14,7 @@ import threading
 import time
 
 import procs
-from httpd import Httpd
+from httpd import PRELOAD, VALGRIND
 
 # Sized for 1000 clients at once: the workers of each MPM, and a listen
 # queue (ListenBacklog, capped by the kernel's net.core.somaxconn) that
@@ -133,7 +133,8 @@ def test_graceful_restarts_under_load(make_httpd, mpm):
     # pass may keep in its allocator
     assert not (first_kids & after[-1][0])
     assert [fds for _, _, fds in after] == [parent_fds] * len(after)
-    assert after[-1][1] - after[0][1] < 1024, (parent_rss, [rss for _, rss, _ in after])
+    if not (PRELOAD or VALGRIND):  # ASan's quarantine keeps freed memory
+        assert after[-1][1] - after[0][1] < 1024, (parent_rss, [rss for _, rss, _ in after])
     assert srv.get("/version").body == b"config v6"
 
 
@@ -194,14 +195,11 @@ def test_many_threads_and_files_edited_under_load(make_httpd):
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
                 continue
-            # `written` only grows, and a file is written before it is
-            # recorded: so an answer may name a version recorded just after
+            # a version is recorded before its file is written
             if resp.status != 200 or not re.fullmatch(rb"f%d v\d+ \d+" % i, body):
                 bad.append("f%d: %d %r" % (i, resp.status, body))
             elif body not in written[i]:
-                time.sleep(0.05)
-                if body not in written[i]:
-                    bad.append("f%d: never written: %r" % (i, body))
+                bad.append("f%d: never written: %r" % (i, body))
             n += 1
         conn.close()
         counts.append(n)
@@ -215,8 +213,8 @@ def test_many_threads_and_files_edited_under_load(make_httpd):
         while time.time() < deadline:
             i = rnd.randrange(FILES)
             version = latest[i] + 1
+            written[i].add(expected(i, version))  # before it can be served
             srv.write("htdocs/f%d.mrb" % i, script(i, version))
-            written[i].add(expected(i, version))
             latest[i] = version
             time.sleep(0.005)
     finally:
