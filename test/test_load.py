@@ -109,6 +109,8 @@ def wait_gone(pids, timeout=15):
 
 def test_graceful_restarts_under_load(make_httpd, mpm):
     srv = load_server(make_httpd, "graceful", mpm)
+    srv.get("/file.mrb")
+    idle_fds = max(procs.open_fds(k) for k in procs.children(srv.pid))
     results = []
     load = threading.Thread(target=run_load, args=(srv, "/file.mrb", 12, results))
     load.start()
@@ -136,6 +138,11 @@ def test_graceful_restarts_under_load(make_httpd, mpm):
     if not (PRELOAD or VALGRIND):  # ASan's quarantine keeps freed memory
         assert after[-1][1] - after[0][1] < 1024, (parent_rss, [rss for _, rss, _ in after])
     assert srv.get("/version").body == b"config v6"
+    # nor did a child inherit a descriptor from an older generation
+    deadline = time.time() + 10
+    while max(procs.open_fds(k) for k in procs.children(srv.pid)) > idle_fds and time.time() < deadline:
+        time.sleep(0.1)
+    assert max(procs.open_fds(k) for k in procs.children(srv.pid)) <= idle_fds
 
 
 def test_graceful_stop_finishes_what_it_started(make_httpd, mpm):
