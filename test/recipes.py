@@ -102,24 +102,29 @@ def runtime_dir(srv):
 
 
 def recipe_httpd(name, site="", files=None, backends=(), **kw):
-    """A module-scoped fixture: the recipe NAME installed in a server of
-    its own on each MPM, or, under script/test-deb, in the system Apache.
-    `site` is the configuration of the site around the recipe (extra
-    modules it needs go in `modules`), `files` its files (DocumentRoot
-    content), `backends` the names of Unix-socket application servers to
-    start in the runtime directory (srv.backends[name])."""
-    recipe = Recipe(name)
+    """A module-scoped fixture: the recipe NAME (or each of a list of
+    names) installed in a server of its own on each MPM, or, under
+    script/test-deb, in the system Apache. `site` is the configuration of
+    the site around the recipe (extra modules it needs go in `modules`),
+    `files` its files (DocumentRoot content), `backends` the names of
+    Unix-socket application servers to start in the runtime directory
+    (srv.backends[name])."""
+    recipes = [Recipe(n) for n in ([name] if isinstance(name, str) else name)]
+    label = name if isinstance(name, str) else "together"
     extra = tuple(kw.pop("modules", ()))
 
     @pytest.fixture(scope="module", params=["system"] if system_apache.enabled() else MPMS)
     def fixture(request):
-        modules = with_dependencies(recipe.modules() + list(extra))
+        modules = with_dependencies([m for r in recipes for m in r.modules()] + list(extra))
         if request.param == "system":
-            srv = system_apache.SystemApache("recipe-" + name, site, modules=modules, files=files)
+            srv = system_apache.SystemApache("recipe-" + label, site, modules=modules, files=files)
         else:
-            srv = Httpd("recipe-" + name, request.param, site + "\nIncludeOptional conf-enabled/*.conf\n",
+            # The site after the recipes' snippets, as Debian's apache2.conf
+            # reads sites-enabled/ after conf-enabled/.
+            srv = Httpd("recipe-" + label, request.param, "IncludeOptional conf-enabled/*.conf\n" + site,
                         modules=modules, files=files, **kw)
-        recipe.install(srv)
+        for recipe in recipes:
+            recipe.install(srv)
         srv.backends = {b: Backend(os.path.join(runtime_dir(srv), b + ".sock"), b) for b in backends}
         try:
             srv.start()

@@ -18,8 +18,10 @@ CONF_DIR = "/etc/apache2"
 RUN_DIR = "/var/run/apache2"
 PID_FILE = os.path.join(RUN_DIR, "apache2.pid")
 ERROR_LOG = "/var/log/apache2/error.log"
-# The test's own site: its DocumentRoot and configuration.
-SITE_CONF = "mruby-test-site"
+# The test's own site: its DocumentRoot and configuration (a site, read
+# after the conf-enabled/ snippets).
+SITE = "mruby-test-site"
+KINDS = {"mod": ("mods-enabled", ".load"), "conf": ("conf-enabled", ".conf"), "site": ("sites-enabled", ".conf")}
 
 
 def enabled():
@@ -38,14 +40,13 @@ def apache2ctl(*args, check=True):
 
 
 def _enabled_names(kind):
-    folder = os.path.join(CONF_DIR, "mods-enabled" if kind == "mod" else "conf-enabled")
-    suffix = ".load" if kind == "mod" else ".conf"
-    return {f[:-len(suffix)] for f in os.listdir(folder) if f.endswith(suffix)}
+    folder, suffix = KINDS[kind]
+    return {f[:-len(suffix)] for f in os.listdir(os.path.join(CONF_DIR, folder)) if f.endswith(suffix)}
 
 
 class SystemApache(Httpd):
     """`body` is configuration of the test's site (server level, in
-    conf-available/mruby-test-site.conf, with its DocumentRoot); `modules`
+    sites-available/mruby-test-site.conf, with its DocumentRoot); `modules`
     are enabled with a2enmod, which also enables what they depend on."""
 
     server_root = CONF_DIR
@@ -58,7 +59,7 @@ class SystemApache(Httpd):
         self.system_modules = tuple(modules)
         self.installed = []  # files written under /etc/apache2, to remove
         self.made_dirs = []
-        self.before = {kind: _enabled_names(kind) for kind in ("mod", "conf")}
+        self.before = {kind: _enabled_names(kind) for kind in KINDS}
         self.log_offset = 0
         self.pid_seen = None
 
@@ -83,7 +84,7 @@ class SystemApache(Httpd):
     def restore(self):
         """Disables what was enabled since this object was made (a2enmod
         enables dependencies too), removes the files it installed."""
-        for kind in ("conf", "mod"):
+        for kind in ("site", "conf", "mod"):
             for name in sorted(_enabled_names(kind) - self.before[kind]):
                 run("a2dis" + kind, "-q", "-f", name)
         for full in reversed(self.installed):
@@ -119,8 +120,8 @@ class SystemApache(Httpd):
         ]) + "\n"
 
     def write_config(self, body=None):
-        self.install("conf-available/%s.conf" % SITE_CONF, self.config(body))
-        self.enable("conf", SITE_CONF)
+        self.install("sites-available/%s.conf" % SITE, self.config(body))
+        self.enable("site", SITE)
         for m in self.system_modules:
             self.enable("mod", m)
 

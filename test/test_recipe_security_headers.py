@@ -12,7 +12,14 @@ FILES = {
     "htdocs/api-docs/index.html": "<script>inline()</script>\n",
 }
 
-srv = recipe_httpd("security-headers", "DirectoryIndex index.html\n", FILES)
+SITE = """
+DirectoryIndex index.html
+<Location /private>
+    Require all denied
+</Location>
+"""
+
+srv = recipe_httpd("security-headers", SITE, FILES)
 
 COMMON = {
     "Strict-Transport-Security": "max-age=31536000; includeSubDomains",
@@ -33,6 +40,7 @@ def headers_once(r, expected):
     ("/index.html", 200),
     ("/no/such/page", 404),    # httpd's error page
     ("/embed", 301),           # mod_dir's redirect to /embed/
+    ("/private/x", 403),       # refused before Fixups: PostReadRequest set them
 ])
 def test_policy_everywhere(srv, path, status):
     r = srv.get(path)

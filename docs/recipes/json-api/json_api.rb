@@ -51,13 +51,13 @@ def utc_iso8601(t)
   format("%04d-%02d-%02dT%02d:%02d:%02dZ", t.year, t.month, t.day, t.hour, t.min, t.sec)
 end
 
-ROUTES = {
+ENDPOINTS = {
   "/api/status" => %w[GET HEAD],
   "/api/echo" => %w[GET HEAD POST],
 }
 
 r = Apache::Request.new
-allowed = ROUTES[r.uri]
+allowed = ENDPOINTS[r.uri]
 if allowed.nil?
   reply(r, 404, { "error" => "not found", "path" => r.uri })
 elsif !allowed.include?(r.method)

@@ -1,7 +1,8 @@
-# security_headers.rb: the response header policy, in one place. Runs in
-# Fixups, the last phase before the content handler, and sets
+# security_headers.rb: the response header policy, in one place. Sets
 # err_headers_out, which httpd sends with every response: pages, error
-# pages and redirects alike.
+# pages and redirects alike. Runs in PostReadRequest and again in Fixups
+# (see mruby-security-headers.conf): setting a header replaces it, so
+# twice is harmless.
 
 POLICY = {
   "Strict-Transport-Security" => "max-age=31536000; includeSubDomains",
