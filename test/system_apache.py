@@ -83,10 +83,11 @@ class SystemApache(Httpd):
 
     def restore(self):
         """Disables what was enabled since this object was made (a2enmod
-        enables dependencies too), removes the files it installed."""
+        enables dependencies too), removes the files it installed. -p
+        purges what a2enmod remembers of them in /var/lib/apache2 too."""
         for kind in ("site", "conf", "mod"):
             for name in sorted(_enabled_names(kind) - self.before[kind]):
-                run("a2dis" + kind, "-q", "-f", name)
+                run("a2dis" + kind, "-q", "-f", "-p", name)
         for full in reversed(self.installed):
             if os.path.exists(full):
                 os.unlink(full)
