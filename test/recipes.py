@@ -11,7 +11,6 @@ its a2enmod line loaded with what they depend on."""
 import http.server
 import json
 import os
-import re
 import socketserver
 import threading
 
@@ -57,6 +56,21 @@ def with_dependencies(modules):
     return out
 
 
+def fenced_blocks(markdown):
+    """(language, text) of each fenced code block of a Markdown text."""
+    out, lang, lines = [], None, []
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            if lang is None:
+                lang, lines = line[3:].strip(), []
+            else:
+                out.append((lang, "".join(l + "\n" for l in lines)))
+                lang = None
+        elif lang is not None:
+            lines.append(line)
+    return out
+
+
 class Recipe:
     def __init__(self, name):
         self.name = name
@@ -77,7 +91,7 @@ class Recipe:
         return found
 
     def code_blocks(self):
-        return re.findall(r"^```[a-z]*\n(.*?)^```$", self.page, re.S | re.M)
+        return [text for _, text in fenced_blocks(self.page)]
 
     def install(self, srv):
         if isinstance(srv, system_apache.SystemApache):

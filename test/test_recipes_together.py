@@ -5,13 +5,12 @@ phase listed together in a section all run."""
 
 import json
 import os
-import re
 import urllib.parse
 
-from recipes import RECIPES_DIR, Recipe, names, read, recipe_httpd, server_root
+from recipes import RECIPES_DIR, Recipe, fenced_blocks, names, read, recipe_httpd, server_root
 
 README = read(os.path.join(RECIPES_DIR, "README.md"))
-COMBINED = re.search(r"^```apache\n(.*?)^```$", README, re.S | re.M).group(1)
+COMBINED, = [text for lang, text in fenced_blocks(README) if lang == "apache"]
 
 srv = recipe_httpd(names(), COMBINED, {"htdocs/index.html": "home\n"},
                    backends=("app-1", "app-2", "search", "shop-stable", "shop-canary"))
