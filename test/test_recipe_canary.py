@@ -4,6 +4,7 @@ sticky afterwards, and testers can switch."""
 
 import json
 
+from httpd import SINGLE_WORKER
 from recipes import recipe_httpd
 
 FILES = {"htdocs/index.html": "home\n"}
@@ -69,3 +70,17 @@ def test_paths_and_queries_reach_the_backend(srv):
 def test_the_rest_of_the_site_is_not_split(srv):
     r = srv.get("/")
     assert r.body == b"home\n" and set_cookie(r) == []
+
+
+def test_why_the_script_seeds(make_httpd, mpm):
+    """Every new VM draws the same numbers (docs/ruby-api.md): here one
+    thread whose VM is replaced after each run."""
+    first = make_httpd("rand", mpm, """
+mrubyMaxRequestsPerVM 1
+<Location /rand>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Array.new(5) { rand(1000000) }.join(',')"
+</Location>
+""", mpm_conf=SINGLE_WORKER[mpm]).start()
+    draws = {first.get("/rand").body for _ in range(4)}
+    assert len(draws) == 1
