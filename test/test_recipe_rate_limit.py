@@ -11,9 +11,9 @@ import pytest
 
 from recipes import recipe_httpd
 
-FILES = {"htdocs/api/ping.txt": "pong\n", "htdocs/index.html": "home\n"}
+FILES = {"htdocs/api/ping.txt": "pong\n", "htdocs/api/index.html": "api\n", "htdocs/index.html": "home\n"}
 
-srv = recipe_httpd("rate-limit", "", FILES)
+srv = recipe_httpd("rate-limit", "DirectoryIndex index.html\n", FILES)
 
 LIMIT = 60
 
@@ -65,6 +65,14 @@ def test_exact_under_concurrency(srv, window):
     with concurrent.futures.ThreadPoolExecutor(24) as pool:
         statuses = list(pool.map(lambda _: ping(srv, key).status, range(150)))
     assert statuses.count(200) == LIMIT and statuses.count(429) == 150 - LIMIT
+
+
+def test_one_count_per_request(srv, window):
+    """mod_dir's subrequest for index.html is not counted again."""
+    key = "key-" + uuid.uuid4().hex
+    for n in range(1, 4):
+        r = srv.get("/api/", headers={"X-Api-Key": key})
+        assert r.body == b"api\n" and r.headers["X-RateLimit-Remaining"] == str(LIMIT - n)
 
 
 def test_other_paths_are_not_limited(srv):

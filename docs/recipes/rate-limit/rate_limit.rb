@@ -6,6 +6,9 @@ LIMIT = 60
 WINDOW = 60 # seconds
 
 r = Apache::Request.new
+# httpd's own lookups (mod_dir finding index.html) are not requests of the
+# client: count each request once.
+return if r.sub_request?
 key = r.headers_in["X-Api-Key"]
 client = key ? "key:" + key[0, 64] : "ip:" + r.connection.useragent_ip
 now = Time.now.to_i

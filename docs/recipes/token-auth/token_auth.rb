@@ -47,5 +47,3 @@ unless name
 end
 r.user = name
 r.ap_auth_type = "Bearer"
-# The token stays here: backends and CGI scripts behind this see the user.
-r.headers_in["Authorization"] = nil
