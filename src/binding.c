@@ -27,11 +27,27 @@ extern const uint8_t mm_mrblib_irep[];
 #endif
 
 /* Apache first: every other class is nested in it; the tables before
- * Apache::Request, whose readers return them. */
+ * Apache::Request, whose readers return them. One line each, so that
+ * additions merge cleanly. */
+/* clang-format off */
 static void (*const class_inits[])(mrb_state *) = {
-    mm_apache_init,     mm_table_init,  mm_request_init,    mm_async_init, mm_input_init,  mm_params_init,
-    mm_connection_init, mm_server_init, mm_scoreboard_init, mm_finfo_init, mm_regexp_init, mm_cache_init,
+    mm_apache_init,
+    mm_table_init,
+    mm_request_init,
+    mm_async_init,
+    mm_input_init,
+    mm_params_init,
+    mm_connection_init,
+    mm_server_init,
+    mm_scoreboard_init,
+    mm_finfo_init,
+    mm_regexp_init,
+    mm_cache_init,
+    mm_filter_init,
+    mm_authn_init,
+    mm_authz_init,
 };
+/* clang-format on */
 
 void mm_binding_init(mrb_state *mrb)
 {
@@ -88,6 +104,18 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
                    run->kind->stem);
     }
     return run->r;
+}
+
+void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
+                           const mm_phase_t *b)
+{
+    mm_run_t *run = mm_binding_run(mrb, what);
+
+    if (run->kind != a && run->kind != b) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "%s can only be used in %s, not in a %s script", what, where,
+                   run->kind->stem);
+    }
+    return run->data;
 }
 
 /* Wrapper objects hold no pointer, only (serial << MM_TAG_BITS | tag). */

@@ -26,6 +26,9 @@ void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard 
 void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */
 void mm_regexp_init(mrb_state *mrb);     /* rb_regexp.c: Regexp (PCRE, for old scripts) */
 void mm_cache_init(mrb_state *mrb);      /* rb_cache.c: Apache::Cache */
+void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
+void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
+void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
 
 /* The request's tables, as Ruby sees them (rb_table.c). */
 typedef enum {
@@ -44,6 +47,12 @@ mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind);
  * (a method called at load time or in a server phase). */
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what);
 request_rec *mm_binding_request(mrb_state *mrb, const char *what);
+
+/* The data of the run in progress (mm_run_t.data) when the run is of kind
+ * a or b; raises otherwise: what (a class name) is for where ("filter
+ * scripts") only. */
+void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
+                           const mm_phase_t *b);
 
 /* Request-bound objects (Apache::Request, the tables) carry the serial of
  * the run that made them plus a small tag (which table). Using one after its

@@ -51,6 +51,9 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     for (i = 0; i < MM_PHASE_COUNT; i++) {
         conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
     }
+    for (i = 0; i < MM_SLOT_COUNT; i++) {
+        conf->slots[i] = add->slots[i] ? add->slots[i] : base->slots[i];
+    }
     conf->timeout = add->timeout != MM_UNSET ? add->timeout : base->timeout;
     conf->body_limit = add->body_limit != MM_UNSET ? add->body_limit : base->body_limit;
     conf->fields_limit = add->fields_limit != MM_UNSET ? add->fields_limit : base->fields_limit;
@@ -134,11 +137,24 @@ static const char *cmd_code(cmd_parms *cmd, void *dconf, const char *code)
     return err ? err : add_script(cmd, dconf, s);
 }
 
+const char *mm_config_script(cmd_parms *cmd, int code, const char *arg, int cache, const mm_script_t **out)
+{
+    const char *path;
+
+    if (code) {
+        return mm_code_inline(cmd, arg, out);
+    }
+    path = ap_server_root_relative(cmd->pool, arg);
+    if (path == NULL) {
+        return apr_psprintf(cmd->pool, "%s: invalid path '%s'", cmd->cmd->name, arg);
+    }
+    return mm_code_file(cmd, path, cache, out);
+}
+
 static const char *cmd_file(cmd_parms *cmd, void *dconf, const char *file, const char *option)
 {
     const char *err = check_context(cmd);
     const mm_script_t *s;
-    const char *path;
     int cache = 0;
 
     if (err) {
@@ -151,11 +167,7 @@ static const char *cmd_file(cmd_parms *cmd, void *dconf, const char *file, const
         }
         cache = 1;
     }
-    path = ap_server_root_relative(cmd->pool, file);
-    if (path == NULL) {
-        return apr_psprintf(cmd->pool, "%s: invalid path '%s'", cmd->cmd->name, file);
-    }
-    err = mm_code_file(cmd, path, cache, &s);
+    err = mm_config_script(cmd, 0, file, cache, &s);
     return err ? err : add_script(cmd, dconf, s);
 }
 
@@ -308,6 +320,7 @@ static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg
 /* clang-format off */
 const command_rec mm_directives[] = {
     MM_PHASES(MM_PHASE_CMDS)
+    MM_SLOT_DIRECTIVES
     AP_INIT_TAKE_ARGV("mrubyCache", mm_cache_cmd, NULL, RSRC_CONF,
                       "[name] provider[:arguments] [max-value=bytes]: a shared cache for Apache::Cache"),
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,

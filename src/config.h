@@ -7,7 +7,9 @@
 #include "httpd.h"
 #include "http_config.h"
 
+#include "code.h"
 #include "phase.h"
+#include "slots.h"
 
 /* Per-section configuration (<Location>, <Directory>, <Files>, <If>, the
  * server's own defaults). Lives in pconf; read-only once configuration has
@@ -20,6 +22,8 @@ typedef struct {
     apr_interval_time_t timeout; /* mrubyTimeout; MM_UNSET: inherit; 0: none */
     apr_off_t body_limit;        /* mrubyRequestBodyLimit; MM_UNSET until set or merged */
     int fields_limit;            /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
+    /* The section's filter and authn scripts (slots.h); NULL: inherited. */
+    const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
 
 #define MM_UNSET                (-1)
@@ -52,6 +56,10 @@ void *mm_config_create_dir(apr_pool_t *p, char *dir);
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv);
 void *mm_config_create_server(apr_pool_t *p, server_rec *s);
 void *mm_config_merge_server(apr_pool_t *p, void *basev, void *addv);
+
+/* The script a directive names: inline code (code true) or a file, relative
+ * to ServerRoot, compiled now; NULL or an error message for the directive. */
+const char *mm_config_script(cmd_parms *cmd, int code, const char *arg, int cache, const mm_script_t **out);
 
 /* Resets the per-generation configuration state (pre_config). */
 void mm_config_pre_config(apr_pool_t *pconf);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "phase.h"
+#include "slots.h"
 #include "suspend.h"
 #include "vm.h"
 
@@ -24,6 +25,7 @@ static int mm_pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     mm_config_pre_config(pconf);
     mm_code_pre_config(pconf);
+    mm_slots_pre_config(pconf);
     return mm_cache_pre_config(pconf, plog);
 }
 
@@ -68,6 +70,7 @@ static void mm_register_hooks(apr_pool_t *p)
     ap_hook_child_init(mm_child_init, NULL, NULL, APR_HOOK_REALLY_FIRST);
     mm_phase_register_hooks(p);
     mm_body_register_hooks(p);
+    mm_slots_register_hooks(p);
 }
 
 /* clang-format off */

@@ -70,6 +70,10 @@ typedef struct {
 #define MM_KIND_CONTENT 0x1
 /* Apache.rputs is refused (filters and providers work on other data). */
 #define MM_KIND_NO_OUTPUT 0x2
+/* The run's result is Apache.return's value as given (an authn or authz
+ * code, a filter's verdict), or the kind's default or error result; the
+ * caller checks it. The response output is none of the run's business. */
+#define MM_KIND_OWN_RESULT 0x4
 
 extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 

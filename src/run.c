@@ -123,7 +123,7 @@ static int result_of_exception(mm_run_t *run, mrb_value exc)
 {
     int status;
 
-    if (run->r == NULL) {
+    if (run->r == NULL || (run->kind->flags & MM_KIND_OWN_RESULT)) {
         return run->kind->error_result;
     }
     drop_output(run->r);
@@ -168,6 +168,9 @@ static int result_of_return(mm_run_t *run)
     int st = run->status;
     int result;
 
+    if (ph->flags & MM_KIND_OWN_RESULT) {
+        return st == MM_STATUS_UNSET ? ph->default_result : st;
+    }
     if (st == MM_STATUS_UNSET) {
         result = ph->default_result;
     } else if (st == HTTP_OK || st == OK) {
@@ -228,6 +231,15 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
 static mrb_value run_direct(mrb_state *mrb, void *proc)
 {
     mm_vm_of(mrb)->run->escape = mrb->jmp;
+    /* Nested in a C method (a filter under Apache.rputs, whose output goes
+     * down the chain): mrb_top_run would start the script's registers on
+     * the method's own and clear them, its arguments with them (the String
+     * being written, which the GC then frees). Yielding puts the script's
+     * frame above the method's. */
+    if (mrb->c->ci != mrb->c->cibase) {
+        return mrb_yield_with_class(mrb, mrb_obj_value((struct RProc *)proc), 0, NULL, mrb_top_self(mrb),
+                                    mrb->object_class);
+    }
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 

@@ -15,6 +15,9 @@ class Apache
   class Finfo; end
   class Input; end
   module Async; end
+  class Filter; end
+  class AuthnProvider; end
+  class AuthzProvider; end
   class Timeout < Exception; end
 
   class Cache
