@@ -233,6 +233,19 @@ static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg
     return err ? err : parse_size(cmd, arg, 0, &mm_settings.max_requests);
 }
 
+/* mrubyServerToken On|Off: off by default, as the version a server tells
+ * every client helps whoever looks for vulnerable ones. */
+static const char *cmd_server_token(cmd_parms *cmd, void *dconf, int on)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    if (err) {
+        return err;
+    }
+    mm_settings.server_token = on;
+    return NULL;
+}
+
 /* mrubyTimeout MS|off. Stopping a script needs mruby's instruction hook,
  * which only a libmruby built with MRB_USE_DEBUG_HOOK has. */
 static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
@@ -318,6 +331,8 @@ const command_rec mm_directives[] = {
                   "most memory one VM may use (bytes, or with K, M, G); 'off' for no limit"),
     AP_INIT_TAKE1("mrubyMaxRequestsPerVM", cmd_max_requests, NULL, RSRC_CONF,
                   "runs after which a VM is replaced by a fresh one; 0 for never"),
+    AP_INIT_FLAG("mrubyServerToken", cmd_server_token, NULL, RSRC_CONF,
+                 "On: add mod_mruby/VERSION to the Server header (with ServerTokens Full)"),
     AP_INIT_TAKE1("mrubyRequestBodyLimit", cmd_body_limit, NULL, MM_DIR_CONTEXT,
                   "the most bytes of a request body Ruby may read (0: no limit of our own)"),
     AP_INIT_TAKE1("mrubyFormFieldsLimit", cmd_fields_limit, NULL, MM_DIR_CONTEXT,

@@ -40,6 +40,7 @@ int mm_config_fields_limit(const mm_dir_conf_t *dc);
 typedef struct {
     apr_size_t memory_limit;   /* mrubyMemoryLimit: bytes per VM; 0: none */
     apr_uint64_t max_requests; /* mrubyMaxRequestsPerVM: 0: no limit */
+    int server_token;          /* mrubyServerToken: name us in the Server header */
 } mm_settings_t;
 
 extern mm_settings_t mm_settings;
