@@ -6,12 +6,6 @@ CANARY_PERCENT = 10
 COOKIE = "shop_release"
 RELEASES = %w[stable canary]
 
-# mruby 3.1 starts the random numbers of every VM from the same fixed
-# seed: seed this thread's VM once, from the kernel's generator.
-unless $canary_seeded
-  srand(File.open("/dev/urandom", "rb") { |f| f.read(4) }.unpack("L")[0])
-  $canary_seeded = true
-end
 
 r = Apache::Request.new
 current = r.cookies[COOKIE]
