@@ -3,7 +3,7 @@ into a markdown report with the targets' verdicts, and a PNG bar chart."""
 
 import statistics
 
-from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC
+from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, TARGETS
 
 MPMS = ("prefork", "worker", "event")
 
@@ -15,6 +15,12 @@ GOALS = [
     ("inline ≥ mod_lua", "mruby_inline", "lua", 1.0),
     ("realistic ≥ 1.2 × mod_lua", "mruby_realistic", "lua_realistic", 1.2),
 ]
+
+
+def ordered(names):
+    """Names in the order of TARGETS (a JSON round trip sorts them)."""
+    names = set(names)
+    return [t.name for t in TARGETS if t.name in names]
 
 
 def label(name):
@@ -41,7 +47,7 @@ def fmt(v, spec="%.0f"):
 
 def throughput_table(results, mpm, load, group):
     m = results["mpms"][mpm]
-    rows = [n for n in m["targets"] if BY_NAME.get(n) and BY_NAME[n].group == group]
+    rows = [n for n in ordered(m["targets"]) if BY_NAME[n].group == group]
     if not rows:
         return []
     static = median_of(results, mpm, "static", load["name"])
@@ -81,8 +87,8 @@ def memory_table(results, mpm):
     lines = ["| target | children | RSS per child (MiB) | private per child (MiB) | "
              "private growth per worker (KiB) | mruby VMs | growth per VM (KiB) |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, t in m["targets"].items():
-        mem = t.get("memory")
+    for name in ordered(m["targets"]):
+        mem = m["targets"][name].get("memory")
         if not mem:
             continue
         lines.append("| %s | %d | %.1f | %.1f | %.0f | %s | %s |" % (
@@ -93,7 +99,7 @@ def memory_table(results, mpm):
 
 def flood_table(results):
     m = results["mpms"].get("event", {})
-    rows = [(n, t["flood"]) for n, t in m.get("targets", {}).items() if "flood" in t]
+    rows = [(n, m["targets"][n]["flood"]) for n in ordered(m.get("targets", {})) if "flood" in m["targets"][n]]
     if not rows:
         return []
     lines = ["| target | rps | real failures | connect | receive | exceptions | non-2xx | "
@@ -127,7 +133,8 @@ def instructions_table(results):
     if not counts:
         return []
     lines = ["| target | instructions per request | − its C floor |", "|---|---:|---:|"]
-    for name, n in counts.items():
+    for name in ordered(counts):
+        n = counts[name]
         floor = counts.get(FLOOR[BY_NAME[name].shape])
         lines.append("| %s | %s | %s |" % (label(name), fmt(n), fmt(n - floor if n is not None and floor else None,
                                                                        "%+.0f")))
@@ -225,8 +232,10 @@ def markdown(results):
 
 
 def chart(results, path):
-    """Grouped bars: requests per second of every target on every MPM, one
-    panel per load, whiskers from the slowest to the fastest round."""
+    """Grouped bars of every target on every MPM: requests per second, one
+    panel per load, and server CPU per request under the first load, which
+    other load on the machine disturbs less. Medians, with whiskers from the
+    lowest to the highest round."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -235,22 +244,20 @@ def chart(results, path):
         return False
     loads = results["loads"]
     mpms = [m for m in MPMS if m in results["mpms"]]
-    names = []
-    for m in mpms:
-        for n in results["mpms"][m]["targets"]:
-            if n not in names:
-                names.append(n)
-    fig, axes = plt.subplots(1, len(loads), figsize=(7 * len(loads), 6.5), squeeze=False)
+    names = ordered(n for m in mpms for n in results["mpms"][m]["targets"])
+    panels = [(load, "rps", "requests per second") for load in loads]
+    panels.append((loads[0], "cpu_us", "server CPU µs per request (lower is better)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 6.5), squeeze=False)
     width = 0.8 / max(1, len(names))
     colors = plt.get_cmap("tab10")
-    for ax, load in zip(axes[0], loads):
+    for ax, (load, key, ylabel) in zip(axes[0], panels):
         for i, name in enumerate(names):
             xs, meds, lo, hi = [], [], [], []
             for j, mpm in enumerate(mpms):
                 t = results["mpms"][mpm]["targets"].get(name)
                 if not t or not t["runs"][load["name"]]:
                     continue
-                s = stats(t["runs"][load["name"]])
+                s = stats(t["runs"][load["name"]], key)
                 xs.append(j + (i - (len(names) - 1) / 2) * width)
                 meds.append(s["median"])
                 lo.append(s["median"] - s["min"])
@@ -259,11 +266,11 @@ def chart(results, path):
                 ax.bar(xs, meds, width, yerr=[lo, hi], capsize=2, label=label(name), color=colors(i % 10))
         ax.set_xticks(range(len(mpms)))
         ax.set_xticklabels(mpms)
-        ax.set_ylabel("requests per second (median, min–max)")
+        ax.set_ylabel("%s (median, min–max)" % ylabel)
         ax.set_title(load["label"])
         ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=9)
+    fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=9)
     fig.suptitle("mod_mruby and its peers, %s (%s CPUs, httpd pinned to one)" % (
         results["machine"]["date"], results["machine"]["cpus"]))
     fig.tight_layout(rect=(0, 0.1, 1, 1))
