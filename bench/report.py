@@ -8,7 +8,8 @@ from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, TARGETS
 MPMS = ("prefork", "worker", "event")
 
 # The goals of the bench, all measured on the event MPM under the
-# keep-alive load (the seeds' `ab -k -c 100 -n 100000`).
+# keep-alive load (`ab -k -c 100 -n 100000`, as the original mod_mruby's
+# published benchmarks).
 GOALS = [
     ("inline ≥ 0.97 × C floor", "mruby_inline", "c", 0.97),
     ("file ≥ 0.95 × inline", "mruby_file", "mruby_inline", 0.95),

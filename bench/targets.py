@@ -19,7 +19,7 @@ GROUP_REALISTIC = "realistic"  # the realistic handler; mod_mruby compared to mo
 # How httpd maps a target's URL. A <Location> section costs every request a
 # location walk and a configuration merge, and a URL with no file behind it
 # a failed stat; a file named by AddHandler costs neither, which is worth
-# a few microseconds. Each shape has its own C floor, so that "× C floor"
+# about a microsecond of CPU. Each shape has its own C floor, so that "× C floor"
 # compares handlers, not URL mappings.
 SHAPE_LOCATION = "location"
 SHAPE_FILE = "file"
