@@ -25,7 +25,12 @@ def flood(srv, requests, concurrency, client_cpus):
     res = run_ab(srv.url + srv.target.path, requests, concurrency, False, client_cpus)
     log = srv.error_log()[len(before):]
     found = {k: len(re.findall(p, log)) for k, p in FLOOD_LOG_PATTERNS.items()}
-    return dict(res.summary(), log=found)
+    out = dict(res.summary(), log=found)
+    if res.real_failures:
+        # Evidence for whoever looks into it: what ab and httpd said.
+        out["ab_tail"] = res.output[-1500:]
+        out["log_tail"] = log[-3000:]
+    return out
 
 
 def get(srv, path, timeout=300):
