@@ -23,12 +23,11 @@
 #include "config.h"
 #include "mod_mruby.h"
 
-unsigned int mm_config_phase_mask;
 mm_settings_t mm_settings;
 
 void mm_config_pre_config(apr_pool_t *pconf)
 {
-    mm_config_phase_mask = 0;
+    mm_phase_pre_config();
     memset(&mm_settings, 0, sizeof mm_settings);
 }
 
@@ -46,11 +45,18 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
 {
     const mm_dir_conf_t *base = basev, *add = addv;
     mm_dir_conf_t *conf = apr_palloc(p, sizeof *conf);
+    unsigned int set;
     int i;
 
-    for (i = 0; i < MM_PHASE_COUNT; i++) {
-        conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
+    /* Runs for each request a section applies to: only the phases the
+     * section scripts are looked at. */
+    *conf = *base;
+    for (i = 0, set = add->phases; set != 0; i++, set >>= 1) {
+        if (set & 1u) {
+            conf->scripts[i] = add->scripts[i];
+        }
     }
+    conf->phases = base->phases | add->phases;
     for (i = 0; i < MM_SLOT_COUNT; i++) {
         conf->slots[i] = add->slots[i] ? add->slots[i] : base->slots[i];
     }
@@ -95,13 +101,16 @@ static const char *add_script(cmd_parms *cmd, mm_dir_conf_t *dc, const mm_script
 
     if (dc->scripts[phase] == NULL) {
         dc->scripts[phase] = apr_pcalloc(cmd->pool, sizeof *dc->scripts[phase]);
+        dc->phases |= 1u << phase;
     }
+
     slot = &(*dc->scripts[phase])[order];
     if (*slot == NULL) {
         *slot = apr_array_make(cmd->pool, 1, sizeof(const mm_script_t *));
     }
     APR_ARRAY_PUSH(*slot, const mm_script_t *) = s;
-    mm_config_phase_mask |= 1u << phase;
+    mm_phase_use(phase, order);
+
     return NULL;
 }
 
