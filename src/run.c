@@ -29,9 +29,13 @@
 
 APLOG_USE_MODULE(mruby);
 
+/* The largest first write copied into a bucket of its own size. */
+#define MM_FIRST_WRITE_MAX 1024
+
 /* The response output of one request, kept in r->request_config. */
 typedef struct {
     apr_bucket_brigade *out; /* output not yet passed down (r->pool) */
+    apr_bucket *first;       /* the first write's bucket, while last in out */
     int flushed;             /* some output already went down the filter chain */
 } mm_response_t;
 
@@ -47,7 +51,19 @@ static apr_status_t flush_out(apr_bucket_brigade *bb, void *ctx)
 
     apr_brigade_cleanup(bb);
     response_of(r)->flushed = 1;
+    response_of(r)->first = NULL;
     return rv;
+}
+
+/* An empty 8 KB buffer bucket at the end of bb, which apr_brigade_write
+ * then fills. */
+static void add_buffer(apr_bucket_brigade *bb)
+{
+    char *buf = apr_bucket_alloc(APR_BUCKET_BUFF_SIZE, bb->bucket_alloc);
+    apr_bucket *e = apr_bucket_heap_create(buf, APR_BUCKET_BUFF_SIZE, apr_bucket_free, bb->bucket_alloc);
+
+    e->length = 0;
+    APR_BRIGADE_INSERT_TAIL(bb, e);
 }
 
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
@@ -61,14 +77,28 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
         return APR_ECONNABORTED; /* the client is gone: nobody reads it */
     }
     if (resp == NULL) {
-
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
         ap_set_module_config(r->request_config, &mruby_module, resp);
     }
-    /* Small writes are copied into 8 KB heap buckets; once one is full, or
-     * for a large write (passed as a transient bucket, which the filters set
-     * aside if they keep it), the brigade goes down the chain. */
+    /* The first write of a response, when small, is copied into a bucket of
+     * its own size: most responses are one write, and an 8 KB buffer for a
+     * few bytes costs more than the copy. */
+    if (len > 0 && len <= MM_FIRST_WRITE_MAX && APR_BRIGADE_EMPTY(resp->out) && !resp->flushed) {
+        resp->first = apr_bucket_heap_create(data, len, NULL, resp->out->bucket_alloc);
+        APR_BRIGADE_INSERT_TAIL(resp->out, resp->first);
+        return APR_SUCCESS;
+    }
+    /* Other small writes are copied into 8 KB heap buckets; once one is
+     * full, or for a large write (passed as a transient bucket, which the
+     * filters set aside if they keep it), the brigade goes down the chain.
+     * apr_brigade_write takes a full heap bucket at the end for a full
+     * buffer and flushes: the first write's bucket is full but small, so a
+     * buffer is added after it. */
+    if (resp->first && APR_BRIGADE_LAST(resp->out) == resp->first && len <= APR_BUCKET_BUFF_SIZE) {
+        add_buffer(resp->out);
+    }
+    resp->first = NULL;
     return apr_brigade_write(resp->out, flush_out, r, data, len);
 }
 
@@ -106,6 +136,7 @@ static void drop_output(request_rec *r)
 
     if (resp) {
         apr_brigade_cleanup(resp->out);
+        resp->first = NULL;
     }
 }
 

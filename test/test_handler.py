@@ -62,6 +62,18 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandlerCode "2000.times { |i| Apache.echo i }"
 </Location>
+<Location /few>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; 30.times { |i| Apache.rputs i.to_s }"
+</Location>
+<Location /few/declined>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache.rputs 'b'; Apache.return Apache::DECLINED"
+</Location>
+<Location /small-then-large>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'head'; Apache.rputs('x' * 20_000); Apache.rputs 'tail'"
+</Location>
 """
 
 FILES = {
@@ -170,3 +182,22 @@ def test_many_small_writes(server):
     r = server.get("/many")
     assert r.status == 200
     assert r.body == "".join("%d\n" % i for i in range(2000)).encode()
+
+
+def test_a_few_small_writes_are_one_buffered_response(server):
+    # Nothing went down the chain before the script ended: httpd computed
+    # the Content-Length, and a DECLINED after writes drops them all.
+    r = server.get("/few")
+    assert r.status == 200
+    assert r.body == b"a" + "".join(str(i) for i in range(30)).encode()
+    assert r.headers["Content-Length"] == str(len(r.body))
+    r = server.get("/few/declined")
+    assert r.status == 404
+    assert b"ab" not in r.body
+
+
+def test_small_then_large_writes_keep_their_order(server):
+    r = server.get("/small-then-large")
+    assert r.status == 200
+    assert r.body == b"head" + b"x" * 20_000 + b"tail"
+
