@@ -6,6 +6,8 @@
  * the phase's result, restores the GC arena and clears the exception, so the
  * VM is clean for the next request whatever the script did. */
 
+#include <string.h>
+
 #include "apr_strings.h"
 #include "httpd.h"
 #include "http_protocol.h"
@@ -17,6 +19,8 @@
 #include <mruby/throw.h>
 
 #include <mruby/class.h>
+#include <mruby/gc.h>
+#include <mruby/proc.h>
 #include <mruby/variable.h>
 
 #include "binding.h"
@@ -274,23 +278,85 @@ static mrb_value run_direct(mrb_state *mrb, void *proc)
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 
-/* A script that may sleep runs in a fiber. The fiber is made in Ruby
- * (Apache::Async.__fiber): a fiber's block must be a real block, which the
- * script's top-level proc is not. The fiber is what the body returns, so
+/* A script that may sleep runs in a fiber, made from the script's block
+ * (mm_code_fiber_block): Fiber.new's work without the method call, which
+ * costs as much as the fiber. The fiber is what the body returns, so
  * mrb_protect_error keeps it in the GC arena. */
-static mrb_value run_in_fiber(mrb_state *mrb, void *proc)
+static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
 {
     mm_run_t *run = mm_vm_of(mrb)->run;
-    struct RClass *async = mrb_module_get_under(mrb, mrb_class_get(mrb, "Apache"), "Async");
-    mrb_value args[2] = {mrb_top_self(mrb), mrb_obj_value((struct RProc *)proc)};
+    struct RProc *block = mm_code_fiber_block(run->vm, run->loaded);
+    struct RBasic *fiber = mrb_obj_alloc(mrb, MRB_TT_FIBER, run->vm->fiber_class);
 
     run->escape = mrb->jmp;
-    run->fiber = mrb_funcall_argv(mrb, mrb_obj_value(async), mrb_intern_lit(mrb, "__fiber"), 2, args);
+    run->fiber = mrb_obj_value(fiber);
+    mrb_funcall_with_block(mrb, run->fiber, run->vm->sym_initialize, 0, NULL, mrb_obj_value(block));
+    /* Fiber#initialize leaves the fiber's first frame without a target
+     * class (it sets one only over an existing value): `def` would fail,
+     * and the VM takes a frame without one for a frame whose fiber was
+     * switched, so a C method's return would look like a yield. The
+     * script's top level defines into Object. */
+    ((struct RFiber *)fiber)->cxt->cibase->u.target_class = mrb->object_class;
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+
     return run->fiber;
 }
 
+/* The variables of a script's top level that blocks captured stay on the
+ * stack of the frame it ran in: mruby moves a frame's variables off the
+ * stack when it pops the frame, but a script runs in a first frame, which
+ * is never popped (the VM's root frame, or an ended fiber's). Left there,
+ * a block a script kept (in a global, a constant, a method it defined)
+ * would see the variables of whatever script next runs in that frame, and
+ * an ended fiber would stay alive for them. So when a run ends, they are
+ * moved into the block's own memory, and the frame forgets them; 0 when
+ * out of memory. */
+static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
+{
+    struct REnv *env = mrb_vm_ci_env(c->cibase);
+    mrb_int len;
+    mrb_value *copy;
+
+    if (env == NULL) {
+        return 1;
+    }
+    if (MRB_ENV_ONSTACK_P(env)) {
+        len = MRB_ENV_LEN(env);
+        copy = mrb_malloc_simple(mrb, sizeof(mrb_value) * (len > 0 ? len : 1));
+        if (copy == NULL) {
+            return 0;
+        }
+        memcpy(copy, env->stack, sizeof(mrb_value) * len);
+        env->stack = copy;
+        MRB_ENV_CLOSE(env);
+        mrb_write_barrier(mrb, (struct RBasic *)env);
+    }
+    c->cibase->u.target_class = mrb->object_class;
+    return 1;
+}
+
+/* A fiber that has ended gives back its context (stack and call frames)
+ * at once. That memory is malloc'd, which the GC does not count: left to
+ * the GC, the contexts of finished runs pile up between collections,
+ * hundreds of KB per VM under load. */
+static void release_fiber(mm_run_t *run)
+{
+    mrb_state *mrb = run->vm->mrb;
+    struct RFiber *f;
+
+    if (mrb_nil_p(run->fiber)) {
+        return;
+    }
+    f = (struct RFiber *)mrb_obj_ptr(run->fiber);
+    if (f->cxt && f->cxt->status == MRB_FIBER_TERMINATED && f->cxt != mrb->c &&
+        close_first_frame(mrb, f->cxt)) {
+        mrb_free_context(mrb, f->cxt);
+        f->cxt = NULL;
+    }
+}
+
 static mrb_value run_resume(mrb_state *mrb, void *ud)
+
 {
     mm_run_t *run = ud;
 
@@ -489,9 +555,16 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     } else if (run.loaded->may_suspend && mm_suspend_possible(&run)) {
         mm_slot_t rest = slot ? *slot : (mm_slot_t){NULL, 0, DECLINED};
 
-        result = execute(&run, run_in_fiber, run.loaded->proc, &rest);
+        result = execute(&run, run_in_fiber, NULL, &rest);
+        if (result != SUSPENDED) {
+            release_fiber(&run);
+        }
+
     } else {
         result = execute(&run, run_direct, run.loaded->proc, NULL);
+        if (run.outer == NULL && mrb->c == mrb->root_c) {
+            close_first_frame(mrb, mrb->root_c);
+        }
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
@@ -576,6 +649,9 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     run->outer = NULL; /* whoever held the VM when the script fell asleep is gone */
     vm->run = run;
     result = execute(run, run_resume, run, slot);
+    if (result != SUSPENDED) {
+        release_fiber(run);
+    }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
     if (result == SUSPENDED) {

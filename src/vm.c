@@ -79,6 +79,9 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
         mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
     }
     seed_random(mrb);
+    mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
+    mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
+
     return mrb_nil_value();
 }
 

@@ -81,6 +81,9 @@ FILES = {
     "htdocs/hello.mrb": 'Apache.rputs "hello .mrb"\n',
     "htdocs/declined.mrb": 'Apache.return Apache::DECLINED\n',
     "htdocs/nosethandler/status": "static file\n",
+    # A block kept past its run keeps that run's variables.
+    "htdocs/keep.mrb": "$kept ||= []\nword = Apache::Request.new.args.to_s\n$kept << proc { word }\n"
+                       "GC.start\nApache.rputs $kept.map(&:call).join(',')\n",
 }
 
 server = module_httpd("handler", BODY, files=FILES)
@@ -201,3 +204,13 @@ def test_small_then_large_writes_keep_their_order(server):
     assert r.status == 200
     assert r.body == b"head" + b"x" * 20_000 + b"tail"
 
+
+def test_kept_blocks_keep_the_variables_of_their_own_run(server):
+    words = ["w%d" % i for i in range(30)]
+    for i, w in enumerate(words):
+        r = server.get("/keep.mrb?" + w)
+        assert r.status == 200
+        got = r.body.decode().split(",")
+        assert got[-1] == w
+        assert len(got) == len(set(got))
+        assert set(got) <= set(words[:i + 1])
