@@ -13,6 +13,8 @@ MPMS = ("prefork", "worker", "event")
 GOALS = [
     ("inline ≥ 0.97 × C floor", "mruby_inline", "c", 0.97),
     ("file ≥ 0.95 × inline", "mruby_file", "mruby_inline", 0.95),
+    ("fiber ≥ 0.95 × inline (a fiber costs ≤ 5 %)", "mruby_fiber", "mruby_inline", 0.95),
+
     ("inline ≥ mod_lua", "mruby_inline", "lua", 1.0),
     ("realistic ≥ 1.2 × mod_lua", "mruby_realistic", "lua_realistic", 1.2),
 ]

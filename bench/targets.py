@@ -90,6 +90,11 @@ TARGETS = [
     Target("perl", "mod_perl Registry", GROUP_HELLO, "/hello.pl", ["perl"], PERL_CONF,
            {"hello.pl": script("hello.pl")}, packages=["libapache2-mod-perl2"]),
     mruby_inline("mruby_inline", "mod_mruby inline", "Apache.rputs 'hello world!'"),
+    # Naming Apache::Async makes the script run in a fiber (on the event MPM
+    # only: elsewhere it cannot suspend, and runs directly). Against
+    # mruby_inline, this also counts one constant lookup.
+    mruby_inline("mruby_fiber", "mod_mruby fiber", "x = Apache::Async; Apache.rputs 'hello world!'"),
+
     Target("mruby_file", "mod_mruby file", GROUP_HELLO, "/hello.mrb", ["mruby"],
            "AddHandler mruby-script .mrb", {"hello.mrb": script("hello.mrb")}),
     Target("lua_realistic", "mod_lua realistic", GROUP_REALISTIC, "/realistic.lua?" + REALISTIC_QUERY,
