@@ -344,6 +344,11 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
     if (l->proc) {
         mrb_gc_unregister(vm->mrb, mrb_obj_value(l->proc));
     }
+    if (l->block) {
+        mrb_gc_unregister(vm->mrb, mrb_obj_value(l->block));
+        l->block = NULL;
+    }
+
     mrb_gc_register(vm->mrb, mrb_obj_value(proc));
     l->proc = proc;
     l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async"));
@@ -552,4 +557,43 @@ const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_s
     s->id = script_count++;
     *out = s;
     return NULL;
+}
+
+/* A fiber runs a block, and takes its self from the block's environment
+ * when it first runs; a script's top-level proc has no environment. So a
+ * script that runs in fibers gets, once per VM, a block of the same code
+ * whose closed environment holds the top-level self (and an empty block
+ * slot). Made by hand from mruby 3.1's structures: mruby has no API that
+ * makes a block without a Ruby frame to close over. */
+struct RProc *mm_code_fiber_block(mm_vm_t *vm, mm_loaded_t *l)
+{
+    mrb_state *mrb = vm->mrb;
+    struct REnv *env;
+    struct RProc *block;
+
+    if (l->block) {
+        return l->block;
+    }
+    env = (struct REnv *)mrb_obj_alloc(mrb, MRB_TT_ENV, NULL);
+    env->stack = mrb_malloc(mrb, 2 * sizeof(mrb_value));
+    env->stack[0] = mrb_top_self(mrb);
+    env->stack[1] = mrb_nil_value();
+    env->cxt = NULL;
+    env->mid = 0;
+    env->c = mrb->object_class; /* where the script's `def`s go */
+    MRB_ENV_SET_LEN(env, 2);
+    MRB_ENV_SET_BIDX(env, 1);
+    MRB_ENV_CLOSE(env);
+
+    block = (struct RProc *)mrb_obj_alloc(mrb, MRB_TT_PROC, mrb->proc_class);
+    mrb_irep_incref(mrb, (mrb_irep *)l->proc->body.irep);
+    block->body.irep = l->proc->body.irep;
+    block->upper = NULL;
+    block->e.env = env;
+    block->flags |= MRB_PROC_ENVSET;
+    mrb_field_write_barrier(mrb, (struct RBasic *)block, (struct RBasic *)env);
+
+    mrb_gc_register(mrb, mrb_obj_value(block));
+    l->block = block;
+    return block;
 }

@@ -30,12 +30,18 @@ typedef struct {
 
 /* A script loaded into one VM; owned by the VM (its pool). */
 typedef struct mm_loaded {
-    struct RProc *proc; /* kept alive with mrb_gc_register while loaded */
-    int may_suspend;    /* refers to Apache::Async, or once slept: run it in a fiber */
-    mm_stamp_t stamp;   /* file scripts: the version proc was built from */
+    struct RProc *proc;  /* kept alive with mrb_gc_register while loaded */
+    struct RProc *block; /* the same code as a fiber's block (mm_code_fiber_block), or NULL */
+
+    int may_suspend;  /* refers to Apache::Async, or once slept: run it in a fiber */
+    mm_stamp_t stamp; /* file scripts: the version proc was built from */
 } mm_loaded_t;
 
-/* Configuration time. Both compile the code now, so `apachectl -t` reports
+/* The loaded script as a block for a fiber (made once per VM and version). */
+struct RProc *mm_code_fiber_block(mm_vm_t *vm, mm_loaded_t *l);
+
+/* Configuration time.
+ Both compile the code now, so `apachectl -t` reports
  * syntax errors; they return NULL or an error message for the directive. */
 const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t **out);
 const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_script_t **out);

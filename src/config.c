@@ -24,12 +24,11 @@
 #include "mod_mruby.h"
 #include "parse.h"
 
-unsigned int mm_config_phase_mask;
 mm_settings_t mm_settings;
 
 void mm_config_pre_config(apr_pool_t *pconf)
 {
-    mm_config_phase_mask = 0;
+    mm_phase_pre_config();
     memset(&mm_settings, 0, sizeof mm_settings);
 }
 
@@ -47,11 +46,18 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
 {
     const mm_dir_conf_t *base = basev, *add = addv;
     mm_dir_conf_t *conf = apr_palloc(p, sizeof *conf);
+    unsigned int set;
     int i;
 
-    for (i = 0; i < MM_PHASE_COUNT; i++) {
-        conf->scripts[i] = add->scripts[i] ? add->scripts[i] : base->scripts[i];
+    /* Runs for each request a section applies to: only the phases the
+     * section scripts are looked at. */
+    *conf = *base;
+    for (i = 0, set = add->phases; set != 0; i++, set >>= 1) {
+        if (set & 1u) {
+            conf->scripts[i] = add->scripts[i];
+        }
     }
+    conf->phases = base->phases | add->phases;
     for (i = 0; i < MM_SLOT_COUNT; i++) {
         conf->slots[i] = add->slots[i] ? add->slots[i] : base->slots[i];
     }
@@ -96,13 +102,16 @@ static const char *add_script(cmd_parms *cmd, mm_dir_conf_t *dc, const mm_script
 
     if (dc->scripts[phase] == NULL) {
         dc->scripts[phase] = apr_pcalloc(cmd->pool, sizeof *dc->scripts[phase]);
+        dc->phases |= 1u << phase;
     }
+
     slot = &(*dc->scripts[phase])[order];
     if (*slot == NULL) {
         *slot = apr_array_make(cmd->pool, 1, sizeof(const mm_script_t *));
     }
     APR_ARRAY_PUSH(*slot, const mm_script_t *) = s;
-    mm_config_phase_mask |= 1u << phase;
+    mm_phase_use(phase, order);
+
     return NULL;
 }
 
@@ -215,6 +224,19 @@ static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg
     return err ? err : parse_size(cmd, arg, 0, APR_UINT64_MAX, &mm_settings.max_requests);
 }
 
+/* mrubyServerToken On|Off: off by default, as the version a server tells
+ * every client helps whoever looks for vulnerable ones. */
+static const char *cmd_server_token(cmd_parms *cmd, void *dconf, int on)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+
+    if (err) {
+        return err;
+    }
+    mm_settings.server_token = on;
+    return NULL;
+}
+
 /* mrubyTimeout MS|off. Stopping a script needs mruby's instruction hook,
  * which only a libmruby built with MRB_USE_DEBUG_HOOK has. */
 static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
@@ -301,6 +323,8 @@ const command_rec mm_directives[] = {
                   "most memory one VM may use (bytes, or with K, M, G); 'off' for no limit"),
     AP_INIT_TAKE1("mrubyMaxRequestsPerVM", cmd_max_requests, NULL, RSRC_CONF,
                   "runs after which a VM is replaced by a fresh one; 0 for never"),
+    AP_INIT_FLAG("mrubyServerToken", cmd_server_token, NULL, RSRC_CONF,
+                 "On: add mod_mruby/VERSION to the Server header (with ServerTokens Full)"),
     AP_INIT_TAKE1("mrubyRequestBodyLimit", cmd_body_limit, NULL, MM_DIR_CONTEXT,
                   "the most bytes of a request body Ruby may read (0: no limit of our own)"),
     AP_INIT_TAKE1("mrubyFormFieldsLimit", cmd_fields_limit, NULL, MM_DIR_CONTEXT,

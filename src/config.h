@@ -19,6 +19,8 @@ typedef struct {
     /* scripts[phase] is NULL or points at MM_ORDER_COUNT arrays (any of them
      * may be NULL) of const mm_script_t *, in configuration order. */
     apr_array_header_t *(*scripts[MM_PHASE_COUNT])[MM_ORDER_COUNT];
+    unsigned int phases; /* bit n: scripts[n] is set */
+
     apr_interval_time_t timeout; /* mrubyTimeout; MM_UNSET: inherit; 0: none */
     apr_off_t body_limit;        /* mrubyRequestBodyLimit; MM_UNSET until set or merged */
     int fields_limit;            /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
@@ -40,6 +42,7 @@ int mm_config_fields_limit(const mm_dir_conf_t *dc);
 typedef struct {
     apr_size_t memory_limit;   /* mrubyMemoryLimit: bytes per VM; 0: none */
     apr_uint64_t max_requests; /* mrubyMaxRequestsPerVM: 0: no limit */
+    int server_token;          /* mrubyServerToken: name us in the Server header */
 } mm_settings_t;
 
 extern mm_settings_t mm_settings;
@@ -62,16 +65,6 @@ const char *mm_config_script(cmd_parms *cmd, int code, const char *arg, int cach
 
 /* Resets the per-generation configuration state (pre_config). */
 void mm_config_pre_config(apr_pool_t *pconf);
-
-/* Bit n is set when some section configures a script for phase n: hooks of
- * other phases return DECLINED at once. Written only while configuration is
- * read. */
-extern unsigned int mm_config_phase_mask;
-
-static inline int mm_config_phase_used(mm_phase_e phase)
-{
-    return (mm_config_phase_mask >> phase) & 1u;
-}
 
 /* The scripts of one phase and order for a request, or NULL. */
 static inline const apr_array_header_t *mm_config_scripts(const mm_dir_conf_t *dc, mm_phase_e phase,

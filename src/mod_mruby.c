@@ -34,6 +34,10 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
     int rv;
 
     mm_code_post_config();
+    /* In every configuration pass: the banner is rebuilt with pconf. */
+    if (mm_settings.server_token) {
+        ap_add_version_component(pconf, MM_MODULE_NAME "/" MM_MODULE_VERSION);
+    }
     if ((rv = mm_cache_post_config(pconf, plog, s)) != OK) {
         return rv;
     }

@@ -1,7 +1,7 @@
 /* phase.c: the httpd hook functions, made from the phase table (phase.h):
  * three per phase, one per hook position (First, Middle, Last), each from
- * the template of the phase's SHAPE. A hook of a phase that no
- * configuration uses returns at once. */
+ * the template of the phase's SHAPE. Only the hooks some configuration
+ * uses are registered (mm_phase_use). */
 
 #include <string.h>
 
@@ -35,16 +35,14 @@ const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
 
 /* ------------------------------------------------------- request phases */
 
+/* The hook of a request phase is registered only when some section scripts
+ * that phase and order (mm_phase_use): the request's sections may still
+ * have none. */
 static int run_request_phase(request_rec *r, mm_phase_e phase, mm_order_e order)
 {
-    const mm_dir_conf_t *dc;
-    const apr_array_header_t *scripts;
+    const mm_dir_conf_t *dc = ap_get_module_config(r->per_dir_config, &mruby_module);
+    const apr_array_header_t *scripts = mm_config_scripts(dc, phase, order);
 
-    if (!mm_config_phase_used(phase)) {
-        return DECLINED;
-    }
-    dc = ap_get_module_config(r->per_dir_config, &mruby_module);
-    scripts = mm_config_scripts(dc, phase, order);
     return scripts ? mm_run_scripts(r, &mm_phases[phase], scripts) : DECLINED;
 }
 
@@ -82,7 +80,7 @@ static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
         return order == MM_ORDER_MIDDLE ? run_file_handler(r) : DECLINED;
     }
     native = r->handler && strcmp(r->handler, MM_HANDLER_NATIVE) == 0;
-    if (!native && (!mm_config_phase_used(phase) || other_handler(r->handler))) {
+    if (!native && (!mm_phase_used(phase) || other_handler(r->handler))) {
         return DECLINED;
     }
     dc = ap_get_module_config(r->per_dir_config, &mruby_module);
@@ -107,7 +105,7 @@ static const apr_array_header_t *server_scripts(server_rec *s, mm_phase_e phase,
 {
     const mm_dir_conf_t *dc = ap_get_module_config(s->lookup_defaults, &mruby_module);
 
-    return mm_config_phase_used(phase) ? mm_config_scripts(dc, phase, order) : NULL;
+    return mm_config_scripts(dc, phase, order);
 }
 
 /* The parent's VM for PostConfig scripts: one per (re)start, closed with
@@ -199,12 +197,60 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
 MM_PHASES(MM_DEFINE_HOOKS)
 #undef MM_DEFINE_HOOKS
 
+/* ------------------------------------------------------- registration */
+
+/* register_<ID>(order) registers the phase's hook of that order. */
+#define MM_REGISTER(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                          \
+    static void register_##ID(mm_order_e order)                                                              \
+    {                                                                                                        \
+        switch (order) {                                                                                     \
+        case MM_ORDER_FIRST:                                                                                 \
+            ap_hook_##HOOK(hook_##ID##_first, NULL, NULL, APR_HOOK_FIRST);                                   \
+            break;                                                                                           \
+        case MM_ORDER_MIDDLE:                                                                                \
+            ap_hook_##HOOK(hook_##ID##_middle, NULL, NULL, APR_HOOK_MIDDLE);                                 \
+            break;                                                                                           \
+        default:                                                                                             \
+            ap_hook_##HOOK(hook_##ID##_last, NULL, NULL, APR_HOOK_LAST);                                     \
+            break;                                                                                           \
+        }                                                                                                    \
+    }
+MM_PHASES(MM_REGISTER)
+#undef MM_REGISTER
+
+static void (*const registrars[MM_PHASE_COUNT])(mm_order_e) = {
+#define MM_REGISTRAR(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) register_##ID,
+    MM_PHASES(MM_REGISTRAR)
+#undef MM_REGISTRAR
+};
+
+unsigned int mm_phase_mask;
+
+/* hooked[phase] bit n: the hook of order n is registered in this
+ * generation. httpd drops every hook when it rereads its configuration,
+ * calls register_hooks again, then our pre_config, then the directives. */
+static unsigned char hooked[MM_PHASE_COUNT];
+
+/* The handler's Middle hook is always there: it runs .mrb files (AddHandler
+ * mruby-script is not our directive) and reports a SetHandler
+ * mruby-native-script section without a script. */
 void mm_phase_register_hooks(apr_pool_t *p)
 {
-#define MM_REGISTER(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                          \
-    ap_hook_##HOOK(hook_##ID##_first, NULL, NULL, APR_HOOK_FIRST);                                           \
-    ap_hook_##HOOK(hook_##ID##_middle, NULL, NULL, APR_HOOK_MIDDLE);                                         \
-    ap_hook_##HOOK(hook_##ID##_last, NULL, NULL, APR_HOOK_LAST);
-    MM_PHASES(MM_REGISTER)
-#undef MM_REGISTER
+    register_HANDLER(MM_ORDER_MIDDLE);
+}
+
+void mm_phase_pre_config(void)
+{
+    mm_phase_mask = 0;
+    memset(hooked, 0, sizeof hooked);
+    hooked[MM_PHASE_HANDLER] = 1u << MM_ORDER_MIDDLE;
+}
+
+void mm_phase_use(mm_phase_e phase, mm_order_e order)
+{
+    mm_phase_mask |= 1u << phase;
+    if (!(hooked[phase] & (1u << order))) {
+        hooked[phase] |= 1u << order;
+        registrars[phase](order);
+    }
 }

@@ -77,8 +77,23 @@ typedef struct {
 
 extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 
-/* Registers one httpd hook per phase and order (register_hooks). */
+/* A phase nobody scripts costs nothing: it has no hook. register_hooks
+ * registers only the content handler's Middle hook (files given to
+ * AddHandler mruby-script need no directive of ours); the directives call
+ * mm_phase_use, which registers a phase's hook of an order the first time
+ * a section scripts it. httpd sorts hooks once the configuration is read. */
 void mm_phase_register_hooks(apr_pool_t *p);
+void mm_phase_pre_config(void); /* a new generation: nothing in use */
+void mm_phase_use(mm_phase_e phase, mm_order_e order);
+
+/* Bit n is set when some section scripts phase n. Written only while the
+ * configuration is read. */
+extern unsigned int mm_phase_mask;
+
+static inline int mm_phase_used(mm_phase_e phase)
+{
+    return (mm_phase_mask >> phase) & 1u;
+}
 
 /* The handler names this module answers to. */
 #define MM_HANDLER_FILE   "mruby-script"        /* run r->filename */

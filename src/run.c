@@ -6,6 +6,8 @@
  * the phase's result, restores the GC arena and clears the exception, so the
  * VM is clean for the next request whatever the script did. */
 
+#include <string.h>
+
 #include "apr_strings.h"
 #include "httpd.h"
 #include "http_protocol.h"
@@ -17,6 +19,8 @@
 #include <mruby/throw.h>
 
 #include <mruby/class.h>
+#include <mruby/gc.h>
+#include <mruby/proc.h>
 #include <mruby/variable.h>
 
 #include "binding.h"
@@ -29,9 +33,13 @@
 
 APLOG_USE_MODULE(mruby);
 
+/* The largest first write copied into a bucket of its own size. */
+#define MM_FIRST_WRITE_MAX 1024
+
 /* The response output of one request, kept in r->request_config. */
 typedef struct {
     apr_bucket_brigade *out; /* output not yet passed down (r->pool) */
+    apr_bucket *first;       /* the first write's bucket, while last in out */
     int flushed;             /* some output already went down the filter chain */
 } mm_response_t;
 
@@ -47,7 +55,19 @@ static apr_status_t flush_out(apr_bucket_brigade *bb, void *ctx)
 
     apr_brigade_cleanup(bb);
     response_of(r)->flushed = 1;
+    response_of(r)->first = NULL;
     return rv;
+}
+
+/* An empty 8 KB buffer bucket at the end of bb, which apr_brigade_write
+ * then fills. */
+static void add_buffer(apr_bucket_brigade *bb)
+{
+    char *buf = apr_bucket_alloc(APR_BUCKET_BUFF_SIZE, bb->bucket_alloc);
+    apr_bucket *e = apr_bucket_heap_create(buf, APR_BUCKET_BUFF_SIZE, apr_bucket_free, bb->bucket_alloc);
+
+    e->length = 0;
+    APR_BRIGADE_INSERT_TAIL(bb, e);
 }
 
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
@@ -61,14 +81,28 @@ apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
         return APR_ECONNABORTED; /* the client is gone: nobody reads it */
     }
     if (resp == NULL) {
-
         resp = apr_pcalloc(r->pool, sizeof *resp);
         resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
         ap_set_module_config(r->request_config, &mruby_module, resp);
     }
-    /* Small writes are copied into 8 KB heap buckets; once one is full, or
-     * for a large write (passed as a transient bucket, which the filters set
-     * aside if they keep it), the brigade goes down the chain. */
+    /* The first write of a response, when small, is copied into a bucket of
+     * its own size: most responses are one write, and an 8 KB buffer for a
+     * few bytes costs more than the copy. */
+    if (len > 0 && len <= MM_FIRST_WRITE_MAX && APR_BRIGADE_EMPTY(resp->out) && !resp->flushed) {
+        resp->first = apr_bucket_heap_create(data, len, NULL, resp->out->bucket_alloc);
+        APR_BRIGADE_INSERT_TAIL(resp->out, resp->first);
+        return APR_SUCCESS;
+    }
+    /* Other small writes are copied into 8 KB heap buckets; once one is
+     * full, or for a large write (passed as a transient bucket, which the
+     * filters set aside if they keep it), the brigade goes down the chain.
+     * apr_brigade_write takes a full heap bucket at the end for a full
+     * buffer and flushes: the first write's bucket is full but small, so a
+     * buffer is added after it. */
+    if (resp->first && APR_BRIGADE_LAST(resp->out) == resp->first && len <= APR_BUCKET_BUFF_SIZE) {
+        add_buffer(resp->out);
+    }
+    resp->first = NULL;
     return apr_brigade_write(resp->out, flush_out, r, data, len);
 }
 
@@ -106,6 +140,7 @@ static void drop_output(request_rec *r)
 
     if (resp) {
         apr_brigade_cleanup(resp->out);
+        resp->first = NULL;
     }
 }
 
@@ -243,23 +278,85 @@ static mrb_value run_direct(mrb_state *mrb, void *proc)
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 
-/* A script that may sleep runs in a fiber. The fiber is made in Ruby
- * (Apache::Async.__fiber): a fiber's block must be a real block, which the
- * script's top-level proc is not. The fiber is what the body returns, so
+/* A script that may sleep runs in a fiber, made from the script's block
+ * (mm_code_fiber_block): Fiber.new's work without the method call, which
+ * costs as much as the fiber. The fiber is what the body returns, so
  * mrb_protect_error keeps it in the GC arena. */
-static mrb_value run_in_fiber(mrb_state *mrb, void *proc)
+static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
 {
     mm_run_t *run = mm_vm_of(mrb)->run;
-    struct RClass *async = mrb_module_get_under(mrb, mrb_class_get(mrb, "Apache"), "Async");
-    mrb_value args[2] = {mrb_top_self(mrb), mrb_obj_value((struct RProc *)proc)};
+    struct RProc *block = mm_code_fiber_block(run->vm, run->loaded);
+    struct RBasic *fiber = mrb_obj_alloc(mrb, MRB_TT_FIBER, run->vm->fiber_class);
 
     run->escape = mrb->jmp;
-    run->fiber = mrb_funcall_argv(mrb, mrb_obj_value(async), mrb_intern_lit(mrb, "__fiber"), 2, args);
+    run->fiber = mrb_obj_value(fiber);
+    mrb_funcall_with_block(mrb, run->fiber, run->vm->sym_initialize, 0, NULL, mrb_obj_value(block));
+    /* Fiber#initialize leaves the fiber's first frame without a target
+     * class (it sets one only over an existing value): `def` would fail,
+     * and the VM takes a frame without one for a frame whose fiber was
+     * switched, so a C method's return would look like a yield. The
+     * script's top level defines into Object. */
+    ((struct RFiber *)fiber)->cxt->cibase->u.target_class = mrb->object_class;
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+
     return run->fiber;
 }
 
+/* The variables of a script's top level that blocks captured stay on the
+ * stack of the frame it ran in: mruby moves a frame's variables off the
+ * stack when it pops the frame, but a script runs in a first frame, which
+ * is never popped (the VM's root frame, or an ended fiber's). Left there,
+ * a block a script kept (in a global, a constant, a method it defined)
+ * would see the variables of whatever script next runs in that frame, and
+ * an ended fiber would stay alive for them. So when a run ends, they are
+ * moved into the block's own memory, and the frame forgets them; 0 when
+ * out of memory. */
+static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
+{
+    struct REnv *env = mrb_vm_ci_env(c->cibase);
+    mrb_int len;
+    mrb_value *copy;
+
+    if (env == NULL) {
+        return 1;
+    }
+    if (MRB_ENV_ONSTACK_P(env)) {
+        len = MRB_ENV_LEN(env);
+        copy = mrb_malloc_simple(mrb, sizeof(mrb_value) * (len > 0 ? len : 1));
+        if (copy == NULL) {
+            return 0;
+        }
+        memcpy(copy, env->stack, sizeof(mrb_value) * len);
+        env->stack = copy;
+        MRB_ENV_CLOSE(env);
+        mrb_write_barrier(mrb, (struct RBasic *)env);
+    }
+    c->cibase->u.target_class = mrb->object_class;
+    return 1;
+}
+
+/* A fiber that has ended gives back its context (stack and call frames)
+ * at once. That memory is malloc'd, which the GC does not count: left to
+ * the GC, the contexts of finished runs pile up between collections,
+ * hundreds of KB per VM under load. */
+static void release_fiber(mm_run_t *run)
+{
+    mrb_state *mrb = run->vm->mrb;
+    struct RFiber *f;
+
+    if (mrb_nil_p(run->fiber)) {
+        return;
+    }
+    f = (struct RFiber *)mrb_obj_ptr(run->fiber);
+    if (f->cxt && f->cxt->status == MRB_FIBER_TERMINATED && f->cxt != mrb->c &&
+        close_first_frame(mrb, f->cxt)) {
+        mrb_free_context(mrb, f->cxt);
+        f->cxt = NULL;
+    }
+}
+
 static mrb_value run_resume(mrb_state *mrb, void *ud)
+
 {
     mm_run_t *run = ud;
 
@@ -458,9 +555,16 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     } else if (run.loaded->may_suspend && mm_suspend_possible(&run)) {
         mm_slot_t rest = slot ? *slot : (mm_slot_t){NULL, 0, DECLINED};
 
-        result = execute(&run, run_in_fiber, run.loaded->proc, &rest);
+        result = execute(&run, run_in_fiber, NULL, &rest);
+        if (result != SUSPENDED) {
+            release_fiber(&run);
+        }
+
     } else {
         result = execute(&run, run_direct, run.loaded->proc, NULL);
+        if (run.outer == NULL && mrb->c == mrb->root_c) {
+            close_first_frame(mrb, mrb->root_c);
+        }
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
@@ -545,6 +649,9 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     run->outer = NULL; /* whoever held the VM when the script fell asleep is gone */
     vm->run = run;
     result = execute(run, run_resume, run, slot);
+    if (result != SUSPENDED) {
+        release_fiber(run);
+    }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
     if (result == SUSPENDED) {

@@ -7,7 +7,9 @@
  * registry lock below is taken only when a VM is created or closed, never on
  * the request path. */
 
+#include "apr_general.h"
 #include "apr_thread_mutex.h"
+
 #include "apr_thread_proc.h"
 #include "ap_mpm.h"
 
@@ -58,12 +60,28 @@ static void registry_remove(mm_vm_t *vm)
     vm->next = vm->prev = NULL;
 }
 
+/* mruby starts every VM's random generator from the same fixed seed: every
+ * thread (and every VM that replaces one) would draw the same numbers. */
+static void seed_random(mrb_state *mrb)
+{
+    apr_uint32_t seed;
+
+    if (apr_generate_random_bytes((unsigned char *)&seed, sizeof seed) == APR_SUCCESS &&
+        mrb_respond_to(mrb, mrb_top_self(mrb), mrb_intern_lit(mrb, "srand"))) {
+        mrb_funcall(mrb, mrb_top_self(mrb), "srand", 1, mrb_int_value(mrb, (mrb_int)seed));
+    }
+}
+
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
     mm_binding_init(mrb);
     if (mrb->exc) {
         mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
     }
+    seed_random(mrb);
+    mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
+    mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
+
     return mrb_nil_value();
 }
 

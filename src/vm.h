@@ -26,9 +26,12 @@ struct mm_vm {
     apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
     struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
     int nloaded;
-    apr_hash_t *files;  /* path -> mm_loaded_t of file scripts */
-    struct mm_run *run; /* innermost run in progress, NULL between runs */
-    uintptr_t serial;   /* counts runs; wrapper objects remember theirs */
+    apr_hash_t *files;          /* path -> mm_loaded_t of file scripts */
+    struct mm_run *run;         /* innermost run in progress, NULL between runs */
+    uintptr_t serial;           /* counts runs; wrapper objects remember theirs */
+    struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
+    mrb_sym sym_initialize;     /* :initialize, interned once */
+
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock
      * (recursive: runs nest). NULL under prefork and worker: no locking. */

@@ -372,8 +372,10 @@ class Httpd:
         shutil.rmtree(self.root, ignore_errors=True)
 
     # ----------------------------------------------------------- requests
-    def request(self, method, path, headers=None, body=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+    def request(self, method, path, headers=None, body=None, timeout=30, source=None):
+        """source: the client's address; another 127.x.y.z is another client."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
+                                          source_address=(source, 0) if source else None)
         try:
             conn.request(method, path, body=body, headers=headers or {})
             resp = conn.getresponse()
@@ -391,8 +393,8 @@ class Httpd:
             resp.begin()
             return Response(resp.status, resp.headers, resp.read())
 
-    def get(self, path, headers=None, timeout=30):
-        return self.request("GET", path, headers=headers, timeout=timeout)
+    def get(self, path, headers=None, timeout=30, source=None):
+        return self.request("GET", path, headers=headers, timeout=timeout, source=source)
 
     def log_lines(self, pattern):
         return [line for line in self.error_log().splitlines() if re.search(pattern, line)]

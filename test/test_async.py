@@ -61,6 +61,42 @@ AddHandler mruby-script .mrb
 FILES = {
     "htdocs/sleep.mrb": "Apache.rputs 'file '\nApache::Async.sleep 100\nApache.rputs 'done'\n",
     "htdocs/yield.mrb": "Fiber.yield 1 if Apache::Async\nApache.rputs 'not reached'\n",
+    # The top level of a script that runs in a fiber is the top level of any
+    # script: its self, def and class, rescue and ensure, return.
+    # Blocks kept from earlier runs read the variables of scripts whose
+    # fibers have ended and been collected.
+    "htdocs/keep.mrb": """
+$kept ||= []
+word = Apache::Request.new.args.to_s
+Apache::Async.sleep 5
+$kept << proc { word }
+GC.start
+Apache.rputs $kept.map(&:call).join(',')
+""",
+    "htdocs/toplevel.mrb": """
+def twice(x)
+  x * 2
+end
+class Greeter
+  def hi
+    'hi'
+  end
+end
+Apache::Async.sleep 10
+out = [twice(2), Greeter.new.hi, self.to_s]
+begin
+  Apache::Async.sleep 10
+  raise 'inside'
+rescue => e
+  out << e.message
+ensure
+  out << 'ensured'
+end
+[1, 2].each { |i| Apache::Async.sleep 5; out << i.to_s }
+Apache.rputs out.join(',')
+return if out.size > 1
+Apache.rputs 'not reached'
+""",
 }
 
 server = module_httpd("async", BODY, files=FILES)
@@ -86,6 +122,22 @@ def test_output_before_and_after_a_sleep_arrives_in_order(server):
 def test_sleep_in_a_loop(server):
     r = server.get("/loop")
     assert (r.status, r.body) == (200, b"01234")
+
+
+def test_a_sleeping_script_has_an_ordinary_top_level(server):
+    r = server.get("/toplevel.mrb")
+    assert (r.status, r.body) == (200, b"4,hi,main,inside,ensured,1,2")
+
+
+def test_blocks_outlive_the_fiber_of_their_script(server):
+    words = ["w%d" % i for i in range(30)]
+    for i, w in enumerate(words):
+        r = server.get("/keep.mrb?" + w)
+        assert r.status == 200
+        got = r.body.decode().split(",")
+        assert got[-1] == w
+        assert set(got) <= set(words[:i + 1])
+        assert len(got) == len(set(got))
 
 
 def test_sleep_in_a_file_script(server):

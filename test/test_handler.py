@@ -62,6 +62,18 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandlerCode "2000.times { |i| Apache.echo i }"
 </Location>
+<Location /few>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; 30.times { |i| Apache.rputs i.to_s }"
+</Location>
+<Location /few/declined>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache.rputs 'b'; Apache.return Apache::DECLINED"
+</Location>
+<Location /small-then-large>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'head'; Apache.rputs('x' * 20_000); Apache.rputs 'tail'"
+</Location>
 """
 
 FILES = {
@@ -69,6 +81,9 @@ FILES = {
     "htdocs/hello.mrb": 'Apache.rputs "hello .mrb"\n',
     "htdocs/declined.mrb": 'Apache.return Apache::DECLINED\n',
     "htdocs/nosethandler/status": "static file\n",
+    # A block kept past its run keeps that run's variables.
+    "htdocs/keep.mrb": "$kept ||= []\nword = Apache::Request.new.args.to_s\n$kept << proc { word }\n"
+                       "GC.start\nApache.rputs $kept.map(&:call).join(',')\n",
 }
 
 server = module_httpd("handler", BODY, files=FILES)
@@ -170,3 +185,32 @@ def test_many_small_writes(server):
     r = server.get("/many")
     assert r.status == 200
     assert r.body == "".join("%d\n" % i for i in range(2000)).encode()
+
+
+def test_a_few_small_writes_are_one_buffered_response(server):
+    # Nothing went down the chain before the script ended: httpd computed
+    # the Content-Length, and a DECLINED after writes drops them all.
+    r = server.get("/few")
+    assert r.status == 200
+    assert r.body == b"a" + "".join(str(i) for i in range(30)).encode()
+    assert r.headers["Content-Length"] == str(len(r.body))
+    r = server.get("/few/declined")
+    assert r.status == 404
+    assert b"ab" not in r.body
+
+
+def test_small_then_large_writes_keep_their_order(server):
+    r = server.get("/small-then-large")
+    assert r.status == 200
+    assert r.body == b"head" + b"x" * 20_000 + b"tail"
+
+
+def test_kept_blocks_keep_the_variables_of_their_own_run(server):
+    words = ["w%d" % i for i in range(30)]
+    for i, w in enumerate(words):
+        r = server.get("/keep.mrb?" + w)
+        assert r.status == 200
+        got = r.body.decode().split(",")
+        assert got[-1] == w
+        assert len(got) == len(set(got))
+        assert set(got) <= set(words[:i + 1])

@@ -344,3 +344,39 @@ def test_phases_default_to_declined(server):
     # translation still ran and the handler answered.
     r = server.get("/default_declined")
     assert (r.status, r.body) == (200, b"translate ran and declined")
+
+
+# A phase's hook is registered only while some section scripts it: the
+# hooks must follow the configuration through graceful restarts.
+OPEN = """
+<Location /gate>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; Apache.rputs 'open ' + r.notes['fixed'].to_s"
+</Location>
+"""
+
+GATED = OPEN + """
+<Location /gate>
+    mrubyAccessCheckerLastCode "Apache.return Apache::HTTP_FORBIDDEN unless Apache::Request.new.headers_in['X-Key'] == 'k'"
+    mrubyFixupsFirstCode "Apache::Request.new.notes['fixed'] = 'fixed'"
+</Location>
+"""
+
+
+def test_phase_hooks_follow_the_configuration_across_restarts(make_httpd, mpm):
+    srv = make_httpd("hooks-restart", mpm, OPEN).start()
+    r = srv.get("/gate")
+    assert (r.status, r.body) == (200, b"open ")
+
+    srv.body = GATED
+    srv.write_config()
+    srv.graceful()
+    assert srv.get("/gate").status == 403
+    r = srv.get("/gate", headers={"X-Key": "k"})
+    assert (r.status, r.body) == (200, b"open fixed")
+
+    srv.body = OPEN
+    srv.write_config()
+    srv.graceful()
+    r = srv.get("/gate")
+    assert (r.status, r.body) == (200, b"open ")

@@ -1,0 +1,86 @@
+# json_api.rb: a JSON API, GET /api/status (what the server is doing, for
+# monitoring) and GET or POST /api/echo (the request as JSON: its fields,
+# for trying clients out). mruby 3.1 has no JSON library, so the encoder
+# is here: Hash, Array, String, Symbol, Integer, Float, true, false, nil.
+
+module MiniJSON
+  ESCAPES = {
+    "\"" => "\\\"", "\\" => "\\\\", "\b" => "\\b", "\f" => "\\f",
+    "\n" => "\\n", "\r" => "\\r", "\t" => "\\t",
+  }
+
+  # Strings go out byte for byte, UTF-8 as it is; what JSON forbids in a
+  # string (quote, backslash, control characters) is escaped. The < of
+  # "</script>" is escaped too, for JSON embedded in HTML.
+  def self.string(s)
+    "\"" + s.to_s.gsub(/["\\\x00-\x1f\x7f<]/) { |c| ESCAPES[c] || format("\\u%04x", c.ord) } + "\""
+  end
+
+  def self.generate(obj)
+    case obj
+    when Hash then "{" + obj.map { |k, v| string(k) + ":" + generate(v) }.join(",") + "}"
+    when Array then "[" + obj.map { |v| generate(v) }.join(",") + "]"
+    when String, Symbol then string(obj)
+    when Integer then obj.to_s
+    when Float
+      raise ArgumentError, "#{obj} is not a JSON number" unless obj.finite?
+      obj.to_s
+    when true then "true"
+    when false then "false"
+    when nil then "null"
+    else raise TypeError, "#{obj.class} has no JSON form"
+    end
+  end
+end
+
+def reply(r, status, body, headers = {})
+  r.status = status
+  r.content_type = "application/json; charset=utf-8"
+  r.headers_out["Cache-Control"] = "no-store"
+  headers.each { |name, value| r.headers_out[name] = value }
+  Apache.rputs MiniJSON.generate(body)
+  Apache.rputs "\n"
+end
+
+def fields(params)
+  params.keys.map { |k| [k, params.values_of(k)] }.to_h
+end
+
+def utc_iso8601(t)
+  t = t.utc
+  format("%04d-%02d-%02dT%02d:%02d:%02dZ", t.year, t.month, t.day, t.hour, t.min, t.sec)
+end
+
+ENDPOINTS = {
+  "/api/status" => %w[GET HEAD],
+  "/api/echo" => %w[GET HEAD POST],
+}
+
+r = Apache::Request.new
+allowed = ENDPOINTS[r.uri]
+if allowed.nil?
+  reply(r, 404, { "error" => "not found", "path" => r.uri })
+elsif !allowed.include?(r.method)
+  reply(r, 405, { "error" => "method not allowed", "allowed" => allowed }, "Allow" => allowed.join(", "))
+elsif r.uri == "/api/status"
+  board = Apache::Scoreboard.new
+  reply(r, 200, {
+    "status" => "ok",
+    "server" => Apache.server_version,
+    "mpm" => Apache.mpm,
+    "threaded" => Apache.threaded?,
+    "uptime" => board.uptime,
+    "workers" => { "busy" => board.busy_worker, "idle" => board.idle_worker },
+    "load" => board.loadavg,
+    "time" => utc_iso8601(Time.now),
+  })
+else
+  reply(r, 200, {
+    "method" => r.method,
+    "path" => r.uri,
+    "query" => fields(r.query_params),
+    "form" => r.method == "POST" ? fields(r.form_params) : {},
+    "user_agent" => r.headers_in["User-Agent"],
+    "client" => r.connection.useragent_ip,
+  })
+end

@@ -1,0 +1,79 @@
+# links_app.rb: a link shortener written as a Rack application (call(env)
+# returning [status, headers, body]), the way it would be for any Rack
+# server. GET /links shows a form; POST /links with url=... makes a short
+# link /links/CODE, which redirects there. Links live in the "links"
+# Apache::Cache: every process and thread sees them; a restart of httpd
+# forgets them (use a memcache or redis cache to keep them).
+class LinkShortener
+  ALPHABET = [*"a".."z", *"A".."Z", *"0".."9"]
+  CODE = /\A\/links\/([a-zA-Z0-9]{6})\z/
+  MAX_URL = 2000
+
+  def initialize(store)
+    @store = store
+  end
+
+  def call(env)
+    method, path = env["REQUEST_METHOD"], env["PATH_INFO"]
+    if path == "/links" || path == "/links/"
+      return form if method == "GET" || method == "HEAD"
+      return shorten(env) if method == "POST"
+      return [405, { "Allow" => "GET, HEAD, POST", "Content-Type" => "text/plain" }, ["method not allowed\n"]]
+    end
+    m = CODE.match(path)
+    target = m && @store[m[1]]
+    return [404, { "Content-Type" => "text/plain" }, ["no such link\n"]] unless target
+    [302, { "Location" => target, "Content-Type" => "text/plain" }, ["#{target}\n"]]
+  end
+
+  private
+
+  def shorten(env)
+    url = form_fields(env["rack.input"].read)["url"].to_s.strip
+    unless url.size <= MAX_URL && url =~ /\Ahttps?:\/\/[^\s\/]+[^\s]*\z/i
+      return [422, { "Content-Type" => "text/plain" }, ["url must be an http or https URL\n"]]
+    end
+    code = nil
+    # Locked, so that two requests never take the same code.
+    @store.synchronize("new-code") do
+      code = random_code while code.nil? || @store[code]
+      @store[code] = url
+    end
+    link = "/links/#{code}"
+    [201, { "Location" => link, "Content-Type" => "text/plain" }, ["#{link}\n"]]
+  end
+
+  # From the kernel's generator: mruby 3.1's rand starts every VM from the
+  # same seed, and codes others can guess would let them list the links.
+  # Bytes of 248 and more are skipped: 248 = 4 * 62 keeps every letter
+  # equally likely.
+  def random_code
+    code = ""
+    File.open("/dev/urandom", "rb") do |f|
+      f.read(16).each_byte { |b| code << ALPHABET[b % 62] if b < 248 } while code.size < 6
+    end
+    code[0, 6]
+  end
+
+  # application/x-www-form-urlencoded, as browsers send forms.
+  def form_fields(body)
+    body.split("&").map do |pair|
+      name, value = pair.split("=", 2).map do |part|
+        part.tr("+", " ").gsub(/%[0-9a-fA-F]{2}/) { |hex| hex[1, 2].to_i(16).chr }
+      end
+      [name, value.to_s]
+    end.to_h
+  end
+
+  def form
+    page = <<HTML
+<!DOCTYPE html>
+<html><head><title>Links</title></head><body>
+<form method="post" action="/links"><input name="url" size="60"> <button>Shorten</button></form>
+</body></html>
+HTML
+    [200, { "Content-Type" => "text/html; charset=utf-8" }, [page]]
+  end
+end
+
+run LinkShortener.new(Apache::Cache.named(:links))

@@ -1,0 +1,40 @@
+# security_headers.rb: the response header policy, in one place. Sets
+# err_headers_out, which httpd sends with every response: pages, error
+# pages and redirects alike. Runs in PostReadRequest and again in Fixups
+# (see mruby-security-headers.conf): setting a header replaces it, so
+# twice is harmless.
+
+POLICY = {
+  "Strict-Transport-Security" => "max-age=31536000; includeSubDomains",
+  "X-Content-Type-Options" => "nosniff",
+  "X-Frame-Options" => "DENY",
+  "Referrer-Policy" => "strict-origin-when-cross-origin",
+  "Permissions-Policy" => "camera=(), microphone=(), geolocation=()",
+  "Content-Security-Policy" => "default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'",
+}
+
+# Where the policy differs: [path prefix, headers to change (nil: drop)].
+EXCEPTIONS = [
+  # Pages other sites of ours may show in a frame.
+  ["/embed/", {
+    "X-Frame-Options" => "SAMEORIGIN",
+    "Content-Security-Policy" => "default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'",
+  }],
+  # Generated API documentation that loads its own inline scripts.
+  ["/api-docs/", { "Content-Security-Policy" => nil }],
+]
+
+r = Apache::Request.new
+# Subrequests (mod_dir, mod_include, ...) do not make the response.
+return if r.sub_request?
+
+headers = POLICY.dup
+EXCEPTIONS.each do |prefix, changes|
+  headers.merge!(changes) if r.uri.start_with?(prefix)
+end
+out = r.err_headers_out
+headers.each do |name, value|
+  # Browsers ignore Strict-Transport-Security over plain http: it is sent
+  # anyway, so the same policy holds behind a TLS-terminating proxy.
+  out[name] = value unless value.nil?
+end

@@ -1,0 +1,84 @@
+"""Recipe docs/recipes/json-api: the endpoints answer JSON that a JSON
+parser reads back exactly, strings with quotes, backslashes, control
+characters and UTF-8 included; unknown paths and methods get JSON errors."""
+
+import json
+import re
+import urllib.parse
+
+import pytest
+
+from recipes import recipe_httpd
+
+srv = recipe_httpd("json-api")
+
+TRICKY = [
+    'say "hi"',
+    "back\\slash",
+    "line\nbreak\ttab\rreturn",
+    "bell\x07nul-less\x01\x1f\x7f",
+    "</script><script>alert(1)</script>",
+    "caf\u00e9 \u65e5\u672c \U0001F600",
+    "",
+]
+
+
+def api(srv, path, method="GET", **kw):
+    r = srv.request(method, path, **kw)
+    assert r.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert r.headers["Cache-Control"] == "no-store"
+    return r, json.loads(r.body)
+
+
+def test_status(srv):
+    r, doc = api(srv, "/api/status")
+    assert r.status == 200
+    assert doc["status"] == "ok"
+    assert doc["server"].startswith("Apache/2.4")
+    if srv.mpm != "system":
+        assert doc["mpm"] == srv.mpm and doc["threaded"] == (srv.mpm != "prefork")
+    assert isinstance(doc["uptime"], (int, float)) and doc["uptime"] >= 0
+    assert doc["workers"]["busy"] >= 1 and doc["workers"]["idle"] >= 0
+    assert len(doc["load"]) == 3 and all(isinstance(x, (int, float)) for x in doc["load"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["time"])
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_strings_survive(srv, text):
+    r, doc = api(srv, "/api/echo?text=" + urllib.parse.quote(text, safe=""))
+    assert doc["query"] == {"text": [text]}
+    assert doc["path"] == "/api/echo" and doc["method"] == "GET"
+
+
+def test_escapes_on_the_wire(srv):
+    r = srv.get("/api/echo?t=" + urllib.parse.quote('"\\\n\x01\x7f</'))
+    assert b'"t":["\\"\\\\\\n\\u0001\\u007f\\u003c/"]' in r.body
+    # UTF-8 goes out as it is, not as \u escapes.
+    assert "\u00e9".encode() in srv.get("/api/echo?t=%C3%A9").body
+
+
+def test_repeated_fields_and_forms(srv):
+    body = urllib.parse.urlencode([("a", "1"), ("a", "2"), ("b", "x y")]).encode()
+    r, doc = api(srv, "/api/echo?q=1&q=2", "POST", body=body,
+                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 200
+    # httpd keeps the last value of a repeated query field; forms keep all.
+    assert doc["query"] == {"q": ["2"]}
+    assert doc["form"] == {"a": ["1", "2"], "b": ["x y"]}
+    assert doc["client"] == "127.0.0.1" and doc["user_agent"] is None
+
+
+def test_not_found(srv):
+    r, doc = api(srv, "/api/nothing")
+    assert r.status == 404 and doc == {"error": "not found", "path": "/api/nothing"}
+
+
+def test_method_not_allowed(srv):
+    r, doc = api(srv, "/api/status", "DELETE")
+    assert r.status == 405 and r.headers["Allow"] == "GET, HEAD"
+    assert doc == {"error": "method not allowed", "allowed": ["GET", "HEAD"]}
+
+
+def test_head(srv):
+    r = srv.request("HEAD", "/api/status")
+    assert r.status == 200 and r.body == b""

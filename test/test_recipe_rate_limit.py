@@ -1,0 +1,80 @@
+"""Recipe docs/recipes/rate-limit: 60 requests a minute per API key or
+client address, counted exactly in an Apache::Cache on shmcb across
+processes and threads; then 429 with Retry-After, logged once."""
+
+import concurrent.futures
+import re
+import time
+import uuid
+
+import pytest
+
+from recipes import recipe_httpd
+
+FILES = {"htdocs/api/ping.txt": "pong\n", "htdocs/api/index.html": "api\n", "htdocs/index.html": "home\n"}
+
+srv = recipe_httpd("rate-limit", "DirectoryIndex index.html\n", FILES)
+
+LIMIT = 60
+
+
+@pytest.fixture
+def window():
+    """The limit counts per minute of the clock: start well inside one."""
+    left = 60 - time.time() % 60
+    if left < 20:
+        time.sleep(left + 0.5)
+
+
+def ping(srv, key=None, source=None):
+    return srv.get("/api/ping.txt", headers={"X-Api-Key": key} if key else {}, source=source)
+
+
+def test_limit_per_key(srv, window):
+    key = "key-" + uuid.uuid4().hex
+    for n in range(1, LIMIT + 1):
+        r = ping(srv, key)
+        assert r.status == 200 and r.body == b"pong\n"
+        assert r.headers["X-RateLimit-Limit"] == "60"
+        assert r.headers["X-RateLimit-Remaining"] == str(LIMIT - n)
+        assert 0 < int(r.headers["X-RateLimit-Reset"]) <= 60
+    for _ in range(3):
+        r = ping(srv, key)
+        assert r.status == 429 and b"pong" not in r.body
+        assert r.headers["X-RateLimit-Remaining"] == "0"
+        assert 0 < int(r.headers["Retry-After"]) <= 60
+    # Other keys are counted apart.
+    assert ping(srv, "key-" + uuid.uuid4().hex).status == 200
+    line = srv.wait_log(r"MRB00400: .*rate_limit\.rb:\d+: API key %s\.\.\. is over 60 requests a minute"
+                        % re.escape(key[:6]))
+    assert len(line) == 1
+
+
+def test_limit_per_address(srv, window):
+    for _ in range(LIMIT):
+        assert ping(srv, source="127.0.0.3").status == 200
+    assert ping(srv, source="127.0.0.3").status == 429
+    assert ping(srv, source="127.0.0.4").status == 200
+    srv.wait_log(r"rate_limit\.rb:\d+: 127\.0\.0\.3 is over 60 requests a minute")
+
+
+def test_exact_under_concurrency(srv, window):
+    """Every process and thread counts in the same cache: of 150 requests
+    at once, exactly 60 get through."""
+    key = "key-" + uuid.uuid4().hex
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        statuses = list(pool.map(lambda _: ping(srv, key).status, range(150)))
+    assert statuses.count(200) == LIMIT and statuses.count(429) == 150 - LIMIT
+
+
+def test_one_count_per_request(srv, window):
+    """mod_dir's subrequest for index.html is not counted again."""
+    key = "key-" + uuid.uuid4().hex
+    for n in range(1, 4):
+        r = srv.get("/api/", headers={"X-Api-Key": key})
+        assert r.body == b"api\n" and r.headers["X-RateLimit-Remaining"] == str(LIMIT - n)
+
+
+def test_other_paths_are_not_limited(srv):
+    r = srv.get("/")
+    assert r.status == 200 and "X-RateLimit-Limit" not in r.headers

@@ -1,0 +1,61 @@
+"""Every recipe enabled at once, as an administrator may, with the
+combining snippet of docs/recipes/README.md as the site's own
+configuration: each recipe still does its job, and the scripts of one
+phase listed together in a section all run."""
+
+import json
+import os
+import urllib.parse
+
+from recipes import RECIPES_DIR, Recipe, fenced_blocks, names, read, recipe_httpd, server_root
+
+README = read(os.path.join(RECIPES_DIR, "README.md"))
+COMBINED, = [text for lang, text in fenced_blocks(README) if lang == "apache"]
+
+srv = recipe_httpd(names(), COMBINED, {"htdocs/index.html": "home\n"},
+                   backends=("app-1", "app-2", "search", "shop-stable", "shop-canary"))
+
+TOKEN = Recipe("token-auth").files["api-tokens.txt"].splitlines()[-2].split()[0]
+OUTSIDER = "127.0.0.2"
+
+
+def test_each_recipe_does_its_job(srv):
+    r = srv.get("/api/status")
+    assert r.status == 200 and json.loads(r.body)["status"] == "ok"
+    assert r.headers["X-RateLimit-Limit"] == "60"
+    assert srv.get("/reports/x").status == 401
+    assert srv.get("/reports/x", headers={"Authorization": "Bearer " + TOKEN}).status == 404
+    assert srv.get("/intranet/", source=OUTSIDER).status == 403
+    assert json.loads(srv.get("/app/x").body)["backend"] in ("app-1", "app-2")
+    assert json.loads(srv.get("/search/x").body)["backend"] == "search"
+    assert json.loads(srv.get("/shop/").body)["backend"].startswith("shop-")
+    r = srv.request("POST", "/links", body=urllib.parse.urlencode({"url": "https://example.com/"}).encode(),
+                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status == 201
+    assert srv.get(r.headers["Location"]).headers["Location"] == "https://example.com/"
+
+
+def test_security_headers_on_everything(srv):
+    for path in ("/", "/api/status", "/reports/x", "/app/x", "/shop/", "/links", "/nothing"):
+        assert srv.get(path).headers.get_all("X-Content-Type-Options") == ["nosniff"], path
+
+
+def test_combined_access_checkers(srv):
+    """Under /api the section names both AccessChecker scripts: the
+    scanner is refused there too, and the limit is still counted."""
+    assert srv.get("/api/status", headers={"User-Agent": "sqlmap/1.7"}).status == 403
+    # Elsewhere under a Location with its own AccessChecker, only that one.
+    assert srv.get("/reports/x", headers={"User-Agent": "sqlmap/1.7"}).status == 401
+
+
+def test_maintenance_covers_everything(srv):
+    flag = os.path.join(server_root(srv), "mruby", "maintenance.on")
+    with open(flag, "w") as f:
+        f.write("back soon\n")
+    try:
+        for path in ("/", "/api/status", "/app/x", "/shop/", "/links"):
+            assert srv.get(path, source=OUTSIDER).status == 503, path
+        assert srv.get("/api/status").status == 200
+    finally:
+        os.unlink(flag)
+    assert srv.get("/api/status", source=OUTSIDER).status == 200
