@@ -49,6 +49,10 @@ VALGRIND_ERRORS = re.compile(r"Invalid (read|write|free)|Mismatched free|Jump to
 measures_memory = pytest.mark.skipif(bool(PRELOAD) or VALGRIND,
                                      reason="memory is not measured under sanitizers or valgrind")
 
+# Under valgrind a server is one process (apache2 -X), which has no
+# graceful restart: tests made of restarts skip there.
+restarts = pytest.mark.skipif(VALGRIND, reason="apache2 -X under valgrind does not restart")
+
 
 def sanitizer_env(env, report_dir):
     """env, plus the sanitizer runtimes (when MM_HTTPD_PRELOAD names them)
