@@ -415,6 +415,20 @@ class Httpd:
         raise AssertionError("no error log line matches %r:\n%s" % (pattern, self.error_log()))
 
 
+def assert_blocks_keep_their_runs(srv, path, runs=30):
+    """path keeps a block of each run that returns that run's query string,
+    and answers what all the kept blocks return: each must still see the
+    value of its own run, not a later run's."""
+    words = ["w%d" % i for i in range(runs)]
+    for i, w in enumerate(words):
+        r = srv.get("%s?%s" % (path, w))
+        assert r.status == 200
+        got = r.body.decode().split(",")
+        assert got[-1] == w
+        assert len(got) == len(set(got))
+        assert set(got) <= set(words[:i + 1])
+
+
 def module_httpd(name, body, files=None, **kw):
     """A module-scoped fixture: one server per MPM, shared by all the tests
     of a module; its error log is checked for crashes when it stops."""
