@@ -8,7 +8,8 @@
 # gem, so a script behaves the same on both build paths.
 
 MRuby::Build.new do |conf|
-  conf.toolchain :gcc
+  # MM_MRUBY_CC=clang: the libmruby of the fuzzing harnesses (tools/fuzz).
+  conf.toolchain(ENV['MM_MRUBY_CC'] == 'clang' ? :clang : :gcc)
 
   # Where the Makefile wants the build (build/mruby in the module's tree).
   conf.build_dir = File.join(ENV['MM_MRUBY_BUILD_DIR'], conf.name) if ENV['MM_MRUBY_BUILD_DIR']
@@ -19,6 +20,19 @@ MRuby::Build.new do |conf|
   # scripts that run too long. (Debian's libmruby has no such hook.)
   conf.cc.defines << 'MRB_USE_DEBUG_HOOK'
 
+  # Variants for the reliability checks (script/build-source VARIANT sets
+  # these); the normal build has none of them.
+  # MM_MRUBY_SANITIZE=address,undefined: libmruby instrumented like the module.
+  if (sanitize = ENV['MM_MRUBY_SANITIZE']) && !sanitize.empty?
+    conf.cc.flags << "-fsanitize=#{sanitize}" << '-fno-omit-frame-pointer'
+    conf.linker.flags << "-fsanitize=#{sanitize}"
+  end
+  # MM_MRUBY_GC_STRESS=1: a full collection before every allocation, which
+  # finds objects that C code keeps without protecting them from the GC.
+  conf.cc.defines << 'MRB_GC_STRESS' if ENV['MM_MRUBY_GC_STRESS'] == '1'
+  # The variants compile the Ruby parts with the system's mrbc (the same
+  # mruby 3.1), not with an mrbc built, and slowed down, like the library.
+  conf.mrbcfile = ENV['MM_MRUBY_MRBC'] if ENV['MM_MRUBY_MRBC'] && !ENV['MM_MRUBY_MRBC'].empty?
 
   conf.gembox 'stdlib'
   conf.gembox 'stdlib-ext'

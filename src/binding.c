@@ -16,6 +16,7 @@
 
 #include "binding.h"
 #include "mod_mruby.h"
+#include "parse.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -181,7 +182,7 @@ char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, con
 {
     char *val = mm_binding_pstr(mrb, pool, str, what);
 
-    if (strpbrk(val, "\r\n")) {
+    if (!mm_parse_header_value_ok(val, strlen(val))) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s must not contain CR or LF", what);
     }
     return val;

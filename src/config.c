@@ -22,6 +22,7 @@
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
+#include "parse.h"
 
 mm_settings_t mm_settings;
 
@@ -185,41 +186,22 @@ static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
     return NULL;
 }
 
-/* A whole number with an optional K, M or G suffix (powers of 1024). */
-static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t *out)
+/* A directive's number (see mm_parse_size), with the error message. */
+static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t max,
+                              apr_uint64_t *out)
 {
-    char *end;
-    apr_int64_t n = apr_strtoi64(arg, &end, 10);
-    apr_uint64_t unit = 1;
-
-    if (*end && !end[1]) {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            unit = 1024;
-            end++;
-            break;
-        case 'm':
-        case 'M':
-            unit = 1024 * 1024;
-            end++;
-            break;
-        case 'g':
-        case 'G':
-            unit = 1024 * 1024 * 1024;
-            end++;
-            break;
-        }
-    }
-    if (end == arg || *end || n < 0 || (apr_uint64_t)n > UINT64_MAX / unit) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a number", cmd->cmd->name, arg);
-    }
-    if ((apr_uint64_t)n * unit < min) {
+    switch (mm_parse_size(arg, min, max, out)) {
+    case MM_PARSE_OK:
+        return NULL;
+    case MM_PARSE_TOO_SMALL:
         return apr_psprintf(cmd->pool, "%s: %s is below the minimum of %" APR_UINT64_T_FMT, cmd->cmd->name,
                             arg, min);
+    case MM_PARSE_TOO_LARGE:
+        return apr_psprintf(cmd->pool, "%s: %s is above the maximum of %" APR_UINT64_T_FMT, cmd->cmd->name,
+                            arg, max);
+    default:
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number", cmd->cmd->name, arg);
     }
-    *out = (apr_uint64_t)n * unit;
-    return NULL;
 }
 
 /* mrubyMemoryLimit BYTES: below about a megabyte a VM cannot even start. */
@@ -229,7 +211,7 @@ static const char *cmd_memory_limit(cmd_parms *cmd, void *dconf, const char *arg
     apr_uint64_t n = 0;
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
-        err = parse_size(cmd, arg, 1024 * 1024, &n);
+        err = parse_size(cmd, arg, 1024 * 1024, APR_SIZE_MAX, &n);
     }
     mm_settings.memory_limit = (apr_size_t)n;
     return err;
@@ -239,7 +221,7 @@ static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
-    return err ? err : parse_size(cmd, arg, 0, &mm_settings.max_requests);
+    return err ? err : parse_size(cmd, arg, 0, APR_UINT64_MAX, &mm_settings.max_requests);
 }
 
 /* mrubyServerToken On|Off: off by default, as the version a server tells
@@ -264,7 +246,8 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     const char *err = NULL;
 
     if (strcasecmp(arg, "off") != 0) {
-        err = parse_size(cmd, arg, 0, &ms);
+        /* in microseconds, it must still fit an apr_interval_time_t */
+        err = parse_size(cmd, arg, 0, APR_INT64_MAX / 1000, &ms);
     }
     if (err) {
         return err;
@@ -284,7 +267,7 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
     apr_uint64_t n;
-    const char *err = parse_size(cmd, arg, 0, &n);
+    const char *err = parse_size(cmd, arg, 0, APR_INT64_MAX, &n); /* an apr_off_t */
 
     if (err == NULL) {
         dc->body_limit = (apr_off_t)n;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "parse.h"
 
 typedef struct {
     const char *cls; /* class name under Apache */
@@ -56,25 +57,11 @@ static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, c
     return *(apr_table_t **)((char *)r + kinds[tag].offset);
 }
 
-/* RFC 9110 token characters. */
-static int is_token(const char *s)
-{
-    if (*s == '\0') {
-        return 0;
-    }
-    for (; *s; s++) {
-        if (!apr_isalnum(*s) && !strchr("!#$%&'*+-.^_`|~", *s)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static const char *key_arg(mrb_state *mrb, request_rec *r, const mm_table_kind_t *k, mrb_value key)
 {
     const char *name = mm_binding_pstr(mrb, r->pool, key, "a table key");
 
-    if (k->is_header && !is_token(name)) {
+    if (k->is_header && !mm_parse_header_name_ok(name)) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: invalid header name", k->cls);
     }
     return name;
@@ -122,7 +109,7 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
         val = mrb_obj_as_string(mrb, val);
     }
     value = mm_binding_pstr(mrb, r->pool, val, "a table value");
-    if (k->is_header && strpbrk(value, "\r\n")) {
+    if (k->is_header && !mm_parse_header_value_ok(value, strlen(value))) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: header value must not contain CR or LF", k->cls);
     }
     /* Each Set-Cookie is a header of its own: adding, not replacing. */

@@ -23,6 +23,58 @@ MODULE = os.environ.get(
 )
 MPMS = ("prefork", "worker", "event")
 
+# A module built with sanitizers (script/check-asan) runs in the system's
+# uninstrumented httpd with the sanitizer runtimes preloaded: this names
+# them (LD_PRELOAD syntax). Their reports go to files under logs/sanitizer/
+# of each server, which check_log reads.
+PRELOAD = os.environ.get("MM_HTTPD_PRELOAD", "")
+SANITIZER_OPTIONS = {
+    # httpd's pools live until exit by design: leak reports would be noise
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:print_stacktrace=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:abort_on_error=1:print_stacktrace=1",
+}
+
+
+# script/check-valgrind: each server runs as one process (apache2 -X) under
+# valgrind's memcheck, which writes its findings under logs/sanitizer/ too.
+VALGRIND = os.environ.get("MM_HTTPD_VALGRIND") == "1"
+# What memcheck reports that fails a test: memory used out of bounds or
+# after it was freed (uninitialised values in libraries are left to ASan).
+VALGRIND_ERRORS = re.compile(r"Invalid (read|write|free)|Mismatched free|Jump to the invalid address|"
+                             r"points to unaddressable|Source and destination overlap")
+
+
+# Resident memory means little under ASan (freed memory waits in its
+# quarantine) or valgrind: tests that bound it skip those bounds there.
+measures_memory = pytest.mark.skipif(bool(PRELOAD) or VALGRIND,
+                                     reason="memory is not measured under sanitizers or valgrind")
+
+# Under valgrind a server is one process (apache2 -X), which has no
+# graceful restart: tests made of restarts skip there.
+restarts = pytest.mark.skipif(VALGRIND, reason="apache2 -X under valgrind does not restart")
+
+
+def sanitizer_env(env, report_dir):
+    """env, plus the sanitizer runtimes (when MM_HTTPD_PRELOAD names them)
+    with their reports going to files in report_dir."""
+    env = dict(env)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+        for name, opts in SANITIZER_OPTIONS.items():
+            env[name] = "%s:%s:log_path=%s/report" % (opts, env.get(name, ""), report_dir)
+    return env
+
+
+def sanitizer_reports(report_dir):
+    """The sanitizers' report files in report_dir, read."""
+    out = []
+    for name in sorted(os.listdir(report_dir)):
+        with open(os.path.join(report_dir, name), errors="replace") as f:
+            text = f.read()
+        if not name.startswith("valgrind.") or VALGRIND_ERRORS.search(text):
+            out.append("%s:\n%s" % (name, text))
+    return out
+
 # Lines that mean a child died or memory was corrupted.
 CRASH_PATTERNS = (
     "Segmentation fault",
@@ -130,6 +182,11 @@ class Httpd:
         for sub in ("htdocs", "scripts", "run", "logs"):
             os.makedirs(os.path.join(self.root, sub))
             os.chmod(os.path.join(self.root, sub), 0o755)
+        # Written by children running as www-data.
+        self.sanitizer_dir = os.path.join(self.root, "logs", "sanitizer")
+        os.makedirs(self.sanitizer_dir)
+        os.chmod(self.sanitizer_dir, 0o777)
+        self.env = {}  # more environment for httpd (e.g. MALLOC_ARENA_MAX)
         # Where scripts may write files (children run as www-data).
         os.makedirs(os.path.join(self.root, "out"))
         os.chmod(os.path.join(self.root, "out"), 0o777)
@@ -210,18 +267,32 @@ class Httpd:
         os.chmod(self.conf_path, 0o644)
 
     # ----------------------------------------------------------- control
+    def httpd_env(self):
+        """httpd's environment: ours, plus the sanitizer runtimes when the
+        module needs them."""
+        return sanitizer_env(dict(os.environ, **self.env), self.sanitizer_dir)
+
     def configtest(self, body=None):
         """apache2 -t on the configuration; returns (exit code, output)."""
         self.write_config(body)
         p = subprocess.run([HTTPD, "-f", self.conf_path, "-t"], capture_output=True, text=True,
+                           env=self.httpd_env(),
                            timeout=60, start_new_session=True)
         return p.returncode, p.stdout + p.stderr
 
+    def command(self):
+        if VALGRIND:
+            return ["valgrind", "--quiet", "--vgdb=no", "--error-limit=no", "--num-callers=40",
+                    "--log-file=%s/valgrind.%%p" % self.sanitizer_dir, HTTPD, "-f", self.conf_path, "-X"]
+        return [HTTPD, "-f", self.conf_path, "-DFOREGROUND"]
+
     def start(self, timeout=20):
+        if VALGRIND:
+            timeout *= 6
         self.write_config()
         self.out = open(self.path("logs/stdout.log"), "w")
-        self.proc = subprocess.Popen([HTTPD, "-f", self.conf_path, "-DFOREGROUND"],
-                                     stdout=self.out, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(self.command(),
+                                     stdout=self.out, stderr=subprocess.STDOUT, env=self.httpd_env(),
                                      start_new_session=True)
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -231,7 +302,9 @@ class Httpd:
             # httpd listens from its first configuration pass on, before the
             # second one runs the post_config hooks (PostConfig scripts): it
             # is ready once it says so in the log.
-            if "resuming normal operations" in self.error_log():
+            # (a single process says nothing of the kind: it is ready once
+            # mod_mruby has started)
+            if ("MRB00001" if VALGRIND else "resuming normal operations") in self.error_log():
                 try:
                     with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                         return self
@@ -275,7 +348,9 @@ class Httpd:
         per child crashes children now and then even without mod_mruby;
         graceful-stop does not, so crash checking stays meaningful.)"""
         if self.proc and self.proc.poll() is None:
-            for sig, wait in ((signal.SIGWINCH, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            # a single process (-X) stops on SIGTERM only, and as gracefully
+            stops = ((signal.SIGWINCH, 20), (signal.SIGTERM, 10), (signal.SIGKILL, 10))
+            for sig, wait in stops[1:] if VALGRIND else stops:
                 self.proc.send_signal(sig)
                 try:
                     self.proc.wait(timeout=wait)
@@ -287,9 +362,14 @@ class Httpd:
         if check:
             self.check_log()
 
+    @staticmethod
+    def is_crash_line(line):
+        return any(p in line for p in CRASH_PATTERNS)
+
     def check_log(self):
-        log = self.error_log()
-        bad = [line for line in log.splitlines() if any(p in line for p in CRASH_PATTERNS)]
+        log = self.error_log() + "\n" + self._stdout()
+        bad = [line for line in log.splitlines() if self.is_crash_line(line)]
+        bad += sanitizer_reports(self.sanitizer_dir)
         assert not bad, "httpd (%s) crashed:\n%s" % (self.mpm, "\n".join(bad))
 
     def cleanup(self):

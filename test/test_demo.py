@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from httpd import CRASH_PATTERNS, free_port, Httpd
+from httpd import CRASH_PATTERNS, free_port, Httpd, sanitizer_env, sanitizer_reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,7 +19,10 @@ def test_demo_server():
     base = tempfile.mkdtemp(prefix="mm-demo-")
     os.chmod(base, 0o755)  # httpd's children (www-data) must reach it
     demo = pathlib.Path(base) / "demo"
-    env = dict(os.environ, PORT=str(port), MM_DEMO_DIR=str(demo), MPM="event")
+    reports = pathlib.Path(base) / "sanitizer"
+    reports.mkdir(mode=0o777)
+    reports.chmod(0o777)
+    env = sanitizer_env(dict(os.environ, PORT=str(port), MM_DEMO_DIR=str(demo), MPM="event"), reports)
     proc = subprocess.Popen([os.path.join(ROOT, "script", "server")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -52,4 +55,5 @@ def test_demo_server():
     log = (demo / "logs" / "error.log").read_text()
     assert "MRB00030: Handler script" in log and "an example exception" in log
     assert not [line for line in log.splitlines() if any(p in line for p in CRASH_PATTERNS)]
+    assert not sanitizer_reports(reports)
     shutil.rmtree(base, ignore_errors=True)

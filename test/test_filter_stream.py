@@ -7,7 +7,7 @@ import gzip
 import hashlib
 import os
 
-from httpd import SINGLE_WORKER, module_httpd
+from httpd import SINGLE_WORKER, measures_memory, module_httpd
 
 BODY = r"""
 <Directory {docroot}>
@@ -61,6 +61,7 @@ def peak_rss_kb(srv):
     return max(peaks)
 
 
+@measures_memory
 def test_stream_mode_memory_stays_bounded(srv):
     srv.get("/stream/")  # the child and its VM exist before measuring
     before = peak_rss_kb(srv)

@@ -97,6 +97,10 @@ mrubyMaxRequestsPerVM 3
     ("mrubyMemoryLimit 100K", "below the minimum"),
     ("mrubyMemoryLimit lots", "is not a number"),
     ("mrubyMaxRequestsPerVM -1", "is not a number"),
+    # values that would overflow what they are stored in
+    ("mrubyRequestBodyLimit 17179869183G", "above the maximum"),
+    ("mrubyRequestBodyLimit 99999999999999999999", "above the maximum"),
+    ("mrubyTimeout 9223372036854776", "above the maximum"),
     ("<Location /x>\nmrubyMemoryLimit 8M\n</Location>", "not allowed"),
 ])
 def test_bad_limit_directives(make_httpd, directive, message):

@@ -6,7 +6,7 @@ import base64
 import os
 import time
 
-from httpd import module_httpd
+from httpd import module_httpd, restarts
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -363,6 +363,7 @@ GATED = OPEN + """
 """
 
 
+@restarts
 def test_phase_hooks_follow_the_configuration_across_restarts(make_httpd, mpm):
     srv = make_httpd("hooks-restart", mpm, OPEN).start()
     r = srv.get("/gate")

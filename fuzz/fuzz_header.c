@@ -1,0 +1,43 @@
+/* fuzz_header.c: libFuzzer harness for the checks on header names and
+ * values that Ruby sets (src/parse.c): a name is accepted exactly when it
+ * is a non-empty token of RFC 9110, a value exactly when no byte of it
+ * could end the header line or the C string. */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+static int tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *name = malloc(size + 1);
+    size_t i, len;
+    int token = 1, clean = 1;
+
+    memcpy(name, data, size);
+    name[size] = '\0';
+    /* as a name, the text is what C sees: up to the first NUL */
+    len = strlen(name);
+    for (i = 0; i < len; i++) {
+        token &= tchar((unsigned char)name[i]);
+    }
+    if (mm_parse_header_name_ok(name) != (len > 0 && token)) {
+        abort();
+    }
+    /* as a value, all its bytes count */
+    for (i = 0; i < size; i++) {
+        clean &= data[i] != '\r' && data[i] != '\n' && data[i] != '\0';
+    }
+    if (mm_parse_header_value_ok((const char *)data, size) != clean) {
+        abort();
+    }
+    free(name);
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* parse.h: checks and parsers of text that need neither httpd nor mruby,
+ * so that the fuzzing harnesses (tools/fuzz) can call them alone. */
+#ifndef MM_PARSE_H
+#define MM_PARSE_H
+
+#include "apr.h"
+
+#include <stddef.h>
+
+typedef enum {
+    MM_PARSE_OK,
+    MM_PARSE_NOT_A_NUMBER,
+    MM_PARSE_TOO_SMALL,
+    MM_PARSE_TOO_LARGE,
+} mm_parse_e;
+
+/* A whole number with an optional K, M or G suffix (powers of 1024),
+ * from min to max; *out is set only when the result is MM_PARSE_OK. */
+mm_parse_e mm_parse_size(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out);
+
+/* A header name: a token of RFC 9110 (not empty). */
+int mm_parse_header_name_ok(const char *s);
+
+/* A header value of len bytes: no CR, LF or NUL, which would end the
+ * header line or the C string. */
+int mm_parse_header_value_ok(const char *s, size_t len);
+
+#endif
