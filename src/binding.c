@@ -124,15 +124,24 @@ static const mrb_data_type wrap_type = {"mod_mruby request object", NULL};
 
 mrb_value mm_binding_wrap_run(mrb_state *mrb, struct RClass *cls, unsigned int tag)
 {
-    mm_run_t *run = mm_binding_run(mrb, mrb_class_name(mrb, cls));
-    uintptr_t word = ((uintptr_t)run->serial << MM_TAG_BITS) | tag;
+    mm_run_t *run = mm_vm_of(mrb)->run;
+    uintptr_t word;
+
+    if (run == NULL) { /* the class's name only for the error */
+        run = mm_binding_run(mrb, mrb_class_name(mrb, cls));
+    }
+    word = ((uintptr_t)run->serial << MM_TAG_BITS) | tag;
 
     return mrb_obj_value(mrb_data_object_alloc(mrb, cls, (void *)word, &wrap_type));
 }
 
 mrb_value mm_binding_wrap(mrb_state *mrb, struct RClass *cls, unsigned int tag)
 {
-    mm_binding_request(mrb, mrb_class_name(mrb, cls)); /* raises without a request */
+    const mm_run_t *run = mm_vm_of(mrb)->run;
+
+    if (run == NULL || run->r == NULL) {
+        mm_binding_request(mrb, mrb_class_name(mrb, cls)); /* raises */
+    }
     return mm_binding_wrap_run(mrb, cls, tag);
 }
 

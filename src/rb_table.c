@@ -25,6 +25,9 @@
 
 #include "binding.h"
 #include "parse.h"
+#include "vm.h"
+
+_Static_assert(MM_TABLE_COUNT == MM_VM_TABLE_CLASSES, "a VM keeps one class per table kind");
 
 typedef struct {
     const char *cls; /* class name under Apache */
@@ -224,9 +227,7 @@ static mrb_value table_new(mrb_state *mrb, mrb_value klass)
 
 mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind)
 {
-    struct RClass *c = mrb_class_get_under(mrb, mm_binding_apache(mrb), kinds[kind].cls);
-
-    return mm_binding_wrap(mrb, c, kind);
+    return mm_binding_wrap(mrb, mm_vm_of(mrb)->table_class[kind], kind);
 }
 
 void mm_table_init(mrb_state *mrb)
@@ -247,6 +248,7 @@ void mm_table_init(mrb_state *mrb)
         struct RClass *c = mrb_define_class_under(mrb, apache, kinds[i].cls, table);
 
         MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+        mm_vm_of(mrb)->table_class[i] = c;
         mm_binding_define_indexed(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new",
                                   table_new, i);
     }
