@@ -26,11 +26,12 @@ def children(parent_pid):
     return sorted(out)
 
 
-def rss_kb(pid):
-    """Resident memory of pid in KB (0 if it is gone)."""
+def rss_kb(pid, field="VmRSS"):
+    """Resident memory of pid in KB (0 if it is gone); field="VmHWM" for
+    its peak."""
     try:
         with open("/proc/%d/status" % pid) as f:
-            m = re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)
+            m = re.search(r"^%s:\s+(\d+) kB" % field, f.read(), re.M)
     except OSError:
         return 0
     return int(m.group(1)) if m else 0

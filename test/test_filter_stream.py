@@ -5,8 +5,8 @@ the filter; a buffering filter, as a control, grows by the whole body."""
 
 import gzip
 import hashlib
-import os
 
+import procs
 from httpd import SINGLE_WORKER, measures_memory, module_httpd
 
 BODY = r"""
@@ -46,17 +46,7 @@ MB = 1024
 
 def peak_rss_kb(srv):
     """The highest peak RSS (VmHWM, kB) among the server's children."""
-    peaks = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/status" % pid) as f:
-                status = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if int(status["PPid"]) == srv.pid:
-            peaks.append(int(status["VmHWM"].split()[0]))
+    peaks = [procs.rss_kb(pid, "VmHWM") for pid in procs.children(srv.pid)]
     assert peaks, "no child process found"
     return max(peaks)
 
