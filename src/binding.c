@@ -27,14 +27,14 @@ APLOG_USE_MODULE(mruby);
 extern const uint8_t mm_mrblib_irep[];
 #endif
 
-/* Apache first: every other class is nested in it; the tables before
- * Apache::Request, whose readers return them. One line each, so that
- * additions merge cleanly. */
+/* Apache first: every other class is nested in it; then Apache::Request,
+ * on which the classes after it define their readers (r.headers_out,
+ * r.connection, ...). One line each, so that additions merge cleanly. */
 /* clang-format off */
 static void (*const class_inits[])(mrb_state *) = {
     mm_apache_init,
-    mm_table_init,
     mm_request_init,
+    mm_table_init,
     mm_async_init,
     mm_input_init,
     mm_params_init,
@@ -333,4 +333,25 @@ void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *nam
 mrb_int mm_binding_index(mrb_state *mrb)
 {
     return mrb_fixnum(mrb_cfunc_env_get(mrb, 0));
+}
+
+/* A reader defined by mm_binding_define_reader: its class and tag are in
+ * the method's environment, found at no cost per call. */
+static mrb_value reader(mrb_state *mrb, mrb_value self)
+{
+    mm_binding_unwrap(mrb, self, NULL); /* raises for an object of an ended request */
+    return mm_binding_wrap_run(mrb, mrb_class_ptr(mrb_cfunc_env_get(mrb, 1)),
+                               (unsigned int)mrb_fixnum(mrb_cfunc_env_get(mrb, 0)));
+}
+
+void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *cls, unsigned int tag)
+{
+    struct RClass *req = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Request");
+    mrb_value env[2];
+    mrb_method_t m;
+
+    env[0] = mrb_fixnum_value(tag);
+    env[1] = mrb_obj_value(cls);
+    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, reader, 2, env));
+    mrb_define_method_raw(mrb, req, mrb_intern_cstr(mrb, name), m);
 }

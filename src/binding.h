@@ -40,9 +40,6 @@ typedef enum {
     MM_TABLE_COUNT
 } mm_table_kind_e;
 
-/* A table object of the given kind bound to the current request. */
-mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind);
-
 /* The run in progress; raises if a request is needed and there is none
  * (a method called at load time or in a server phase). */
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what);
@@ -88,6 +85,10 @@ const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int
  * the method's environment, where fn finds it with mm_binding_index. */
 void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i);
 mrb_int mm_binding_index(mrb_state *mrb);
+
+/* Defines Apache::Request#name, returning an object of cls (a wrapper with
+ * the given tag) bound to the same request. Apache::Request must exist. */
+void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *cls, unsigned int tag);
 
 /* Defines Apache::<name>, whose objects are wrappers (above), with a `new`
  * that binds one to the current request (needs_request) or run. */

@@ -92,6 +92,8 @@ void mm_connection_init(mrb_state *mrb)
 {
     struct RClass *c = mm_binding_define_wrapper_class(mrb, "Connection", 1);
 
+    mm_binding_define_reader(mrb, "connection", c, 0);
+
     mrb_define_method(mrb, c, "remote_ip", conn_remote_ip, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "client_ip", conn_remote_ip, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "remote_port", conn_remote_port, MRB_ARGS_NONE());

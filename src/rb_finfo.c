@@ -96,6 +96,7 @@ void mm_finfo_init(mrb_state *mrb)
     struct RClass *c = mm_binding_define_wrapper_class(mrb, "Finfo", 1);
     int i;
 
+    mm_binding_define_reader(mrb, "finfo", c, 0);
     for (i = 0; i < FI_COUNT; i++) {
         mm_binding_define_indexed(mrb, c, names[i], finfo_field, i);
     }

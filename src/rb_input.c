@@ -58,12 +58,6 @@ static mrb_value request_body(mrb_state *mrb, mrb_value self)
     return str;
 }
 
-static mrb_value request_input(mrb_state *mrb, mrb_value self)
-{
-    mm_binding_unwrap(mrb, self, NULL);
-    return mm_binding_wrap(mrb, mrb_class_get_under(mrb, mm_binding_apache(mrb), "Input"), 0);
-}
-
 /* Takes up to len bytes at the cursor (stopping after LF if lines). */
 static mrb_value take(mrb_state *mrb, request_rec *r, apr_off_t len, int lines)
 {
@@ -161,7 +155,7 @@ void mm_input_init(mrb_state *mrb)
     struct RClass *in = mm_binding_define_wrapper_class(mrb, "Input", 1);
 
     mrb_define_method(mrb, req, "body", request_body, MRB_ARGS_NONE());
-    mrb_define_method(mrb, req, "input", request_input, MRB_ARGS_NONE());
+    mm_binding_define_reader(mrb, "input", in, 0);
     mrb_define_method(mrb, in, "read", input_read, MRB_ARGS_OPT(2));
     mrb_define_method(mrb, in, "gets", input_gets, MRB_ARGS_NONE());
     mrb_define_method(mrb, in, "rewind", input_rewind, MRB_ARGS_NONE());

@@ -294,25 +294,6 @@ static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
     return self;
 }
 
-/* The tables are classes of their own (rb_table.c); each reader returns
- * one bound to this request, its kind stored in the method's environment. */
-static mrb_value request_table(mrb_state *mrb, mrb_value self)
-{
-    mm_binding_unwrap(mrb, self, NULL);
-    return mm_table_new(mrb, (mm_table_kind_e)mm_binding_index(mrb));
-}
-
-/* r.finfo, r.connection, r.server: objects of those classes (their own
- * files), bound to this request. */
-static mrb_value request_object(mrb_state *mrb, mrb_value self)
-{
-    static const char *const classes[] = {"Finfo", "Connection", "Server"};
-    struct RClass *c = mrb_class_get_under(mrb, mm_binding_apache(mrb), classes[mm_binding_index(mrb)]);
-
-    mm_binding_unwrap(mrb, self, NULL);
-    return mrb_funcall(mrb, mrb_obj_value(c), "new", 0);
-}
-
 void mm_request_init(mrb_state *mrb)
 {
     struct RClass *req = mm_binding_define_wrapper_class(mrb, "Request", 1);
@@ -345,14 +326,6 @@ void mm_request_init(mrb_state *mrb)
     mrb_define_method(mrb, req, "error_log", request_error_log, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, req, "log", request_error_log, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, req, "internal_redirect", request_internal_redirect, MRB_ARGS_REQ(1));
-    mm_binding_define_indexed(mrb, req, "headers_in", request_table, MM_TABLE_HEADERS_IN);
-    mm_binding_define_indexed(mrb, req, "headers_out", request_table, MM_TABLE_HEADERS_OUT);
-    mm_binding_define_indexed(mrb, req, "err_headers_out", request_table, MM_TABLE_ERR_HEADERS_OUT);
-    mm_binding_define_indexed(mrb, req, "notes", request_table, MM_TABLE_NOTES);
-    mm_binding_define_indexed(mrb, req, "subprocess_env", request_table, MM_TABLE_ENV);
-    mm_binding_define_indexed(mrb, req, "finfo", request_object, 0);
-    mm_binding_define_indexed(mrb, req, "connection", request_object, 1);
-    mm_binding_define_indexed(mrb, req, "server", request_object, 2);
     mm_binding_define_indexed(mrb, req, "add_output_filter", request_add_filter, 0);
     mm_binding_define_indexed(mrb, req, "add_input_filter", request_add_filter, 1);
 }

@@ -118,6 +118,7 @@ void mm_server_init(mrb_state *mrb)
     struct RClass *c = mm_binding_define_wrapper_class(mrb, "Server", 0);
     size_t i;
 
+    mm_binding_define_reader(mrb, "server", c, 0);
     for (i = 0; i < FIELD_COUNT; i++) {
         mm_binding_define_indexed(mrb, c, fields[i].name, server_field, (mrb_int)i);
     }

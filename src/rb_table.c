@@ -25,22 +25,21 @@
 
 #include "binding.h"
 #include "parse.h"
-#include "vm.h"
-
-_Static_assert(MM_TABLE_COUNT == MM_VM_TABLE_CLASSES, "a VM keeps one class per table kind");
 
 typedef struct {
-    const char *cls; /* class name under Apache */
-    size_t offset;   /* of the apr_table_t * in request_rec */
-    int is_header;   /* names must be tokens, values single-line */
+    const char *cls;    /* class name under Apache */
+    const char *reader; /* the Apache::Request method that returns it */
+    size_t offset;      /* of the apr_table_t * in request_rec */
+    int is_header;      /* names must be tokens, values single-line */
 } mm_table_kind_t;
 
 static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
-    [MM_TABLE_HEADERS_IN] = {"Headers_in", offsetof(request_rec, headers_in), 1},
-    [MM_TABLE_HEADERS_OUT] = {"Headers_out", offsetof(request_rec, headers_out), 1},
-    [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", offsetof(request_rec, err_headers_out), 1},
-    [MM_TABLE_NOTES] = {"Notes", offsetof(request_rec, notes), 0},
-    [MM_TABLE_ENV] = {"Env", offsetof(request_rec, subprocess_env), 0},
+    [MM_TABLE_HEADERS_IN] = {"Headers_in", "headers_in", offsetof(request_rec, headers_in), 1},
+    [MM_TABLE_HEADERS_OUT] = {"Headers_out", "headers_out", offsetof(request_rec, headers_out), 1},
+    [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", "err_headers_out",
+                                  offsetof(request_rec, err_headers_out), 1},
+    [MM_TABLE_NOTES] = {"Notes", "notes", offsetof(request_rec, notes), 0},
+    [MM_TABLE_ENV] = {"Env", "subprocess_env", offsetof(request_rec, subprocess_env), 0},
 };
 
 static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, const mm_table_kind_t **kp)
@@ -225,11 +224,6 @@ static mrb_value table_new(mrb_state *mrb, mrb_value klass)
     return obj;
 }
 
-mrb_value mm_table_new(mrb_state *mrb, mm_table_kind_e kind)
-{
-    return mm_binding_wrap(mrb, mm_vm_of(mrb)->table_class[kind], kind);
-}
-
 void mm_table_init(mrb_state *mrb)
 {
     struct RClass *apache = mm_binding_apache(mrb);
@@ -248,7 +242,7 @@ void mm_table_init(mrb_state *mrb)
         struct RClass *c = mrb_define_class_under(mrb, apache, kinds[i].cls, table);
 
         MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-        mm_vm_of(mrb)->table_class[i] = c;
+        mm_binding_define_reader(mrb, kinds[i].reader, c, i);
         mm_binding_define_indexed(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new",
                                   table_new, i);
     }

@@ -17,9 +17,6 @@ struct mm_loaded;
 
 typedef struct mm_vm mm_vm_t;
 
-/* The request table classes a VM keeps at hand (MM_TABLE_COUNT, binding.h). */
-#define MM_VM_TABLE_CLASSES 5
-
 /* Owned by the thread that created it; freed by mm_vm_close (or, when the
  * thread exits while scripts of this VM sleep, by the run that finishes the
  * last of them). mrb->ud points back to this struct, which is how C methods
@@ -29,12 +26,11 @@ struct mm_vm {
     apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
     struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
     int nloaded;
-    apr_hash_t *files;                               /* path -> mm_loaded_t of file scripts */
-    struct mm_run *run;                              /* innermost run in progress, NULL between runs */
-    uintptr_t serial;                                /* counts runs; wrapper objects remember theirs */
-    struct RClass *fiber_class;                      /* Fiber: what scripts that may sleep run in */
-    mrb_sym sym_initialize;                          /* :initialize, interned once */
-    struct RClass *table_class[MM_VM_TABLE_CLASSES]; /* Apache::Headers, ... by mm_table_kind_e */
+    apr_hash_t *files;          /* path -> mm_loaded_t of file scripts */
+    struct mm_run *run;         /* innermost run in progress, NULL between runs */
+    uintptr_t serial;           /* counts runs; wrapper objects remember theirs */
+    struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
+    mrb_sym sym_initialize;     /* :initialize, interned once */
 
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock
