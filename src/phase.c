@@ -70,6 +70,10 @@ static int run_file_handler(request_rec *r)
     return mm_run_file(r);
 }
 
+/* Some section scripts the handler phase (its Middle hook is there in any
+ * case). Written only while the configuration is read. */
+static int handler_scripted;
+
 static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
 {
     const mm_dir_conf_t *dc;
@@ -80,7 +84,7 @@ static int run_handler(request_rec *r, mm_phase_e phase, mm_order_e order)
         return order == MM_ORDER_MIDDLE ? run_file_handler(r) : DECLINED;
     }
     native = r->handler && strcmp(r->handler, MM_HANDLER_NATIVE) == 0;
-    if (!native && (!mm_phase_used(phase) || other_handler(r->handler))) {
+    if (!native && (!handler_scripted || other_handler(r->handler))) {
         return DECLINED;
     }
     dc = ap_get_module_config(r->per_dir_config, &mruby_module);
@@ -224,8 +228,6 @@ static void (*const registrars[MM_PHASE_COUNT])(mm_order_e) = {
 #undef MM_REGISTRAR
 };
 
-unsigned int mm_phase_mask;
-
 /* hooked[phase] bit n: the hook of order n is registered in this
  * generation. httpd drops every hook when it rereads its configuration,
  * calls register_hooks again, then our pre_config, then the directives. */
@@ -241,14 +243,14 @@ void mm_phase_register_hooks(apr_pool_t *p)
 
 void mm_phase_pre_config(void)
 {
-    mm_phase_mask = 0;
+    handler_scripted = 0;
     memset(hooked, 0, sizeof hooked);
     hooked[MM_PHASE_HANDLER] = 1u << MM_ORDER_MIDDLE;
 }
 
 void mm_phase_use(mm_phase_e phase, mm_order_e order)
 {
-    mm_phase_mask |= 1u << phase;
+    handler_scripted |= phase == MM_PHASE_HANDLER;
     if (!(hooked[phase] & (1u << order))) {
         hooked[phase] |= 1u << order;
         registrars[phase](order);

@@ -86,15 +86,6 @@ void mm_phase_register_hooks(apr_pool_t *p);
 void mm_phase_pre_config(void); /* a new generation: nothing in use */
 void mm_phase_use(mm_phase_e phase, mm_order_e order);
 
-/* Bit n is set when some section scripts phase n. Written only while the
- * configuration is read. */
-extern unsigned int mm_phase_mask;
-
-static inline int mm_phase_used(mm_phase_e phase)
-{
-    return (mm_phase_mask >> phase) & 1u;
-}
-
 /* The handler names this module answers to. */
 #define MM_HANDLER_FILE   "mruby-script"        /* run r->filename */
 #define MM_HANDLER_NATIVE "mruby-native-script" /* run the section's scripts */
