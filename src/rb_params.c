@@ -46,14 +46,17 @@ static int add_pair(void *data, const char *key, const char *val)
 {
     mm_pairs_t *p = data;
     mrb_value kv[2];
+    int ai;
 
     if (p->left-- <= 0) {
         p->truncated = 1;
         return 0;
     }
+    ai = mrb_gc_arena_save(p->mrb); /* each pair is kept by p->pairs */
     kv[0] = mrb_str_new_cstr(p->mrb, key);
     kv[1] = mrb_str_new_cstr(p->mrb, val);
     mrb_ary_push(p->mrb, p->pairs, mrb_ary_new_from_values(p->mrb, 2, kv));
+    mrb_gc_arena_restore(p->mrb, ai);
     return 1;
 }
 
