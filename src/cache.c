@@ -159,7 +159,6 @@ const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv
     mm_server_conf_t *sc = ap_get_module_config(cmd->server->module_config, &mruby_module);
     mm_cache_t *c = apr_pcalloc(cmd->pool, sizeof *c);
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
-    int i;
 
     if (err || (err = parse_words(cmd, c, argc, argv)) != NULL) {
         return err;
@@ -167,10 +166,8 @@ const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv
     if (sc->caches == NULL) {
         sc->caches = apr_array_make(cmd->pool, 2, sizeof(mm_cache_t *));
     }
-    for (i = 0; i < sc->caches->nelts; i++) {
-        if (strcmp(APR_ARRAY_IDX(sc->caches, i, mm_cache_t *)->name, c->name) == 0) {
-            return apr_psprintf(cmd->pool, "mrubyCache: the cache '%s' is already configured", c->name);
-        }
+    if (mm_cache_find(cmd->server, c->name)) {
+        return apr_psprintf(cmd->pool, "mrubyCache: the cache '%s' is already configured", c->name);
     }
     if ((err = create_instance(cmd, c)) != NULL) {
         return err;
