@@ -80,11 +80,6 @@ static void totals(mrb_state *mrb, mm_sb_totals_t *t)
     each_worker(mrb, add_worker, t);
 }
 
-static mrb_value sb_new(mrb_state *mrb, mrb_value klass)
-{
-    return mrb_obj_new(mrb, mrb_class_ptr(klass), 0, NULL);
-}
-
 /* {"SERVER_READY" => n, "SERVER_BUSY_WRITE" => n, ...}: workers by state. */
 static mrb_value sb_counter(mrb_state *mrb, mrb_value self)
 {
@@ -291,7 +286,6 @@ void mm_scoreboard_init(mrb_state *mrb)
 {
     struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Scoreboard", mrb->object_class);
 
-    mrb_define_class_method(mrb, c, "new", sb_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "counter", sb_counter, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "status", sb_status, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "workers", sb_workers, MRB_ARGS_NONE());
