@@ -68,3 +68,4 @@ def test_notes_keyed_by_client_address(server):
 def test_connection_object_dies_with_its_request(server):
     seen = {server.get("/stale.mrb").text for _ in range(60)}
     assert "stale" in seen
+    assert seen <= {"kept", "stale"}  # no other error on the way

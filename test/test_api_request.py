@@ -58,6 +58,7 @@ FILES = {
         'r.proxyreq = Apache::PROXYREQ_NONE\n'
         'begin; r.proxyreq = 77; rescue ArgumentError; Apache.echo "bad proxyreq"; end\n'
         'Apache.echo [r.main?, r.sub_request?, r.prev?, r.internal_redirect?, r.next?, r.external_redirect?].inspect\n'
+        'r.headers_out["X-Header-Only"] = r.header_only.to_s\n'
     ),
     "htdocs/docroot.mrb": (
         'r = Apache::Request.new\n'
@@ -173,6 +174,7 @@ def test_integer_flags_and_relations(server):
 def test_head_sets_header_only(server):
     r = server.request("HEAD", "/ints.mrb")
     assert r.status == 200 and r.body == b""
+    assert r.headers["X-Header-Only"] == "1"
 
 
 def test_document_root_is_per_request(server):

@@ -83,6 +83,7 @@ def test_input_filter_state_across_reads(srv):
     head, _, tail = body.partition(b"|")
     assert head == b"z" * 50000
     assert tail.startswith(b"50000 in ") and tail.endswith(b" reads")
+    assert int(tail.split(b" ")[2]) > 1  # the state was carried from read to read
 
 
 def test_state_that_is_not_plain_data_fails_the_response(srv):

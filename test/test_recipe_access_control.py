@@ -63,7 +63,7 @@ def test_networks(srv, client, status):
 def test_server_status_is_for_localhost_only(srv):
     assert srv.get("/server-status", headers={"X-Client-IP": "10.0.0.1"}).status == 403
     # Allowed through; what answers depends on whether mod_status is there.
-    assert srv.get("/server-status").status != 403
+    assert srv.get("/server-status").status in (200, 404)
 
 
 @pytest.mark.parametrize("agent", ["sqlmap/1.7.2#stable (https://sqlmap.org)", "Mozilla/5.00 (Nikto/2.1.6)",
