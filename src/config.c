@@ -52,10 +52,9 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     /* Runs for each request a section applies to: only the phases the
      * section scripts are looked at. */
     *conf = *base;
-    for (i = 0, set = add->phases; set != 0; i++, set >>= 1) {
-        if (set & 1u) {
-            conf->scripts[i] = add->scripts[i];
-        }
+    for (set = add->phases; set != 0; set &= set - 1) {
+        i = __builtin_ctz(set);
+        conf->scripts[i] = add->scripts[i];
     }
     conf->phases = base->phases | add->phases;
     for (i = 0; i < MM_SLOT_COUNT; i++) {
