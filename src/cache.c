@@ -31,6 +31,7 @@
 #include "cache.h"
 #include "config.h"
 #include "mod_mruby.h"
+#include "parse.h"
 
 APLOG_USE_MODULE(mruby);
 
@@ -88,17 +89,15 @@ static int is_option(const char *arg)
 
 static const char *parse_option(cmd_parms *cmd, mm_cache_t *c, const char *arg)
 {
-    char *end;
-    apr_int64_t n;
+    apr_uint64_t n;
 
     if (!is_option(arg)) {
         return apr_psprintf(cmd->pool, "mrubyCache: unknown option '%s' (expected max-value=BYTES)", arg);
     }
-    errno = 0;
-    n = apr_strtoi64(arg + 10, &end, 10);
-    if (errno || end == arg + 10 || *end || n < 1 || n > MM_CACHE_VALUE_MAX) {
+    if (mm_parse_size(arg + 10, 1, MM_CACHE_VALUE_MAX, &n) != MM_PARSE_OK) {
         return apr_psprintf(cmd->pool,
-                            "mrubyCache: max-value must be a number of bytes from 1 to %d, not '%s'",
+                            "mrubyCache: max-value must be a number of bytes from 1 to %d "
+                            "(or with a K or M suffix, up to 64M), not '%s'",
                             MM_CACHE_VALUE_MAX, arg + 10);
     }
     c->max_value = (apr_size_t)n;

@@ -8,6 +8,7 @@
  * the request path. */
 
 #include "apr_general.h"
+#include "apr_allocator.h"
 #include "apr_thread_mutex.h"
 
 #include "apr_thread_proc.h"
@@ -85,6 +86,10 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     return mrb_nil_value();
 }
 
+/* The free memory a VM's pool keeps for reuse; more goes back to the
+ * system. */
+#define MM_VM_POOL_KEEP (512 * 1024)
+
 /* mrubyMemoryLimit: mruby's allocations for one VM, counted with the
  * allocator's own idea of block sizes (no header per block). Refusing an
  * allocation makes mruby collect garbage and try again, then raise
@@ -137,6 +142,10 @@ mm_vm_t *mm_vm_create(server_rec *s)
     }
 
     apr_pool_tag(vm->pool, "mod_mruby_vm");
+    /* Scratch pools of the VM's operations (Apache::Cache reads reserve the
+     * cache's max-value, up to 64 MB) give their memory back to this
+     * allocator, which keeps only so much of it for the next ones. */
+    apr_allocator_max_free_set(apr_pool_allocator_get(vm->pool), MM_VM_POOL_KEEP);
     vm->mrb = mrb;
     vm->nloaded = mm_code_script_count();
     vm->loaded = apr_pcalloc(vm->pool, sizeof(mm_loaded_t) * (vm->nloaded + 1));

@@ -48,6 +48,20 @@ rescue Apache::Cache::Error => e
 end
 '''
 
+# Three reads of a cache whose max-value is 64 MB (each reserves that much),
+# and how much the process's address space grew over them, in KB.
+BIG_READ_RB = r'''
+def vm_size_kb
+  status = File.open("/proc/self/status") { |f| f.read }
+  status.split("\n").find { |l| l.start_with?("VmSize:") }.split(" ")[1].to_i
+end
+c = Apache::Cache.named("big")
+c["k"] = "small"
+before = vm_size_kb
+values = (1..3).map { c["k"] }
+Apache.rputs "#{values.join(",")} #{vm_size_kb - before}"
+'''
+
 API_RB = r'''
 r = Apache::Request.new
 c = Apache::Cache.named(r.args)
@@ -149,6 +163,11 @@ mrubyCache rd %s
 mrubyCache mcdown memcache:127.0.0.1:%d
 mrubyCache rddown redis:127.0.0.1:%d
 mrubyCache tiny shmcb max-value=100
+mrubyCache big shmcb max-value=64M
+<Location /bigread>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/bigread.rb
+</Location>
 mrubyChildInitCode "Apache::Cache.incr('children')"
 mrubyPostConfigCode "begin; Apache::Cache['x']; rescue Apache::Cache::Error => e; File.open('{root}/out/post_config.txt', 'w') { |f| f.write e.message }; end"
 %s<Location /raise>
@@ -188,7 +207,7 @@ def new_cache_httpd(name, mpm, mc, rd, make=Httpd):
     """A server with the caches and scripts above; make is Httpd or the
     make_httpd fixture (which stops it at the end of the test)."""
     srv = make(name, mpm, cache_body(mc, rd, free_port()), modules=PROVIDER_MODULES)
-    for script, text in (("ops.rb", OPS_RB), ("all.rb", API_RB), ("default_api.rb", DEFAULT_API_RB),
+    for script, text in (("ops.rb", OPS_RB), ("bigread.rb", BIG_READ_RB), ("all.rb", API_RB), ("default_api.rb", DEFAULT_API_RB),
                          ("ttl.rb", TTL_RB)):
         srv.write("scripts/" + script, text)
     srv.write("scripts/rate_limit.rb", doc_example("rate_limit.rb"))
@@ -287,6 +306,18 @@ def test_counter_is_exact_after_20000_concurrent_increments(server, cache):
     assert server.get("/c/get?cache=%s&key=%s" % (cache, key)).text == "=20000"
     if server.mpm == "prefork":
         assert len(pids) > 1, pids  # the increments came from several processes
+
+
+def test_reads_give_back_the_buffer_of_a_large_max_value(server):
+    """max-value=64M (a size suffix) reserves 64 MB per read; the thread's
+    VM keeps at most 512 KB of such memory for the next operations, so the
+    process does not stay 64 MB larger for each thread that once read."""
+    for _ in range(3):
+        r = server.get("/bigread")
+        assert r.status == 200, r.text
+        values, growth_kb = r.text.split(" ")
+        assert values == "small,small,small"
+        assert int(growth_kb) < 8 * 1024, r.text
 
 
 def test_synchronize_makes_read_modify_write_exact(server):
@@ -434,6 +465,7 @@ def test_missing_provider_module_fails_configtest(make_httpd):
     ("mrubyCache bad.name shmcb", "'bad.name' is not a cache name"),
     ("mrubyCache waytoolongname shmcb", "'waytoolongname' is not a cache name"),
     ("mrubyCache shmcb max-value=0", "max-value must be a number of bytes from 1 to 67108864"),
+    ("mrubyCache shmcb max-value=65M", "(or with a K or M suffix, up to 64M), not '65M'"),
     ("mrubyCache shmcb max-value=lots", "max-value must be a number of bytes"),
     ("mrubyCache c2 shmcb colour=blue", "unknown option 'colour=blue'"),
     ("mrubyCache memcache", "mrubyCache memcache: List of server names required"),
