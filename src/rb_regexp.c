@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "vm.h"
 
 /* Ruby's option bits. */
 #define MM_RE_IGNORECASE 1
@@ -38,6 +39,14 @@ static void regexp_free(mrb_state *mrb, void *p)
 }
 
 static const mrb_data_type regexp_type = {"Regexp", regexp_free};
+
+/* Matches of up to this many groups need no allocation. */
+#define MM_RE_STACK_GROUPS 16
+
+static int is_regexp(mrb_value v)
+{
+    return mrb_type(v) == MRB_TT_DATA && DATA_TYPE(v) == &regexp_type;
+}
 
 static mrb_int options_of(mrb_state *mrb, mrb_value opt)
 {
@@ -72,7 +81,7 @@ static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
     int cflags, rc;
 
     mrb_get_args(mrb, "o|o", &pat, &opt);
-    if (mrb_obj_is_kind_of(mrb, pat, mrb_class_get(mrb, "Regexp"))) {
+    if (is_regexp(pat)) {
         if (mrb_nil_p(opt)) {
             opt = mrb_iv_get(mrb, pat, mrb_intern_lit(mrb, "@options"));
         }
@@ -112,6 +121,7 @@ static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
     mrb_data_init(self, re, &regexp_type);
     mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@source"), mrb_str_dup(mrb, pat));
     mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@options"), mrb_fixnum_value(bits));
+    mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@__group_names"), mrb_nil_value()); /* of an earlier pattern */
     return self;
 }
 
@@ -122,7 +132,7 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
     ap_regex_t *re = mrb_data_get_ptr(mrb, self, &regexp_type);
     mrb_value str, result;
     mrb_int pos, i;
-    ap_regmatch_t *m;
+    ap_regmatch_t stack[MM_RE_STACK_GROUPS + 1], *m = stack;
     size_t n;
     int eflags = 0, rc;
 
@@ -140,13 +150,13 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
         eflags |= AP_REG_NOTBOL;
     }
     n = re->re_nsub + 1;
-    m = malloc(n * sizeof *m);
-    if (m == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
+    if (n > MM_RE_STACK_GROUPS + 1) {
+        /* In a String the GC owns: nothing leaks when an allocation below
+         * raises. */
+        m = (ap_regmatch_t *)RSTRING_PTR(mrb_str_new(mrb, NULL, (mrb_int)(n * sizeof *m)));
     }
     rc = ap_regexec_len(re, RSTRING_PTR(str) + pos, (apr_size_t)(RSTRING_LEN(str) - pos), n, m, eflags);
     if (rc != 0) {
-        free(m);
         return mrb_nil_value();
     }
     result = mrb_ary_new_capa(mrb, (mrb_int)n * 2);
@@ -154,20 +164,26 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
         mrb_ary_push(mrb, result, mrb_fixnum_value(m[i].rm_so < 0 ? -1 : m[i].rm_so + pos));
         mrb_ary_push(mrb, result, mrb_fixnum_value(m[i].rm_eo < 0 ? -1 : m[i].rm_eo + pos));
     }
-    free(m);
     return result;
 }
 
-/* The names of named groups, indexed by group number (nil where unnamed). */
+/* The names of named groups, indexed by group number (nil where unnamed):
+ * computed once per pattern, in a scratch pool of the VM's, and kept
+ * (frozen) in the Regexp. */
 static mrb_value regexp_group_names(mrb_state *mrb, mrb_value self)
 {
     ap_regex_t *re = mrb_data_get_ptr(mrb, self, &regexp_type);
-    mrb_value result = mrb_ary_new(mrb);
+    mrb_sym iv = mrb_intern_lit(mrb, "@__group_names");
+    mrb_value result = mrb_iv_get(mrb, self, iv);
     apr_array_header_t *names;
     apr_pool_t *p;
     int i;
 
-    if (re == NULL || apr_pool_create(&p, NULL) != APR_SUCCESS) {
+    if (mrb_array_p(result)) {
+        return result;
+    }
+    result = mrb_ary_new(mrb);
+    if (re == NULL || apr_pool_create(&p, mm_vm_of(mrb) ? mm_vm_of(mrb)->pool : NULL) != APR_SUCCESS) {
         return result;
     }
     names = apr_array_make(p, 4, sizeof(const char *));
@@ -178,21 +194,40 @@ static mrb_value regexp_group_names(mrb_state *mrb, mrb_value self)
         mrb_ary_push(mrb, result, name ? mrb_str_new_cstr(mrb, name) : mrb_nil_value());
     }
     apr_pool_destroy(p);
+    MRB_SET_FROZEN_FLAG(mrb_basic_ptr(result));
+    mrb_iv_set(mrb, self, iv, result);
     return result;
 }
 
-/* Sets $~ and $1..$9 (mruby compiles $1 as the global "$1"). */
+/* Sets $~ and $1..$9 (mruby compiles $1 as the global "$1") from a
+ * MatchData (or nil): its groups are what MatchData#[] answers, substrings
+ * of @string at the byte offsets in @offsets. */
 static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
 {
-    mrb_value m = mrb_get_arg1(mrb);
+    static const char names[] = "$1\0$2\0$3\0$4\0$5\0$6\0$7\0$8\0$9";
+    mrb_value m = mrb_get_arg1(mrb), str = mrb_nil_value(), off = mrb_nil_value();
     int i;
 
+    if (!mrb_nil_p(m)) {
+        str = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@string"));
+        off = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@offsets"));
+        if (!mrb_string_p(str) || !mrb_array_p(off)) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Regexp.__set_last_match: not a MatchData");
+        }
+    }
     mrb_gv_set(mrb, mrb_intern_lit(mrb, "$~"), m);
     for (i = 1; i <= 9; i++) {
-        char name[3] = {'$', (char)('0' + i), '\0'};
-        mrb_value v = mrb_nil_p(m) ? m : mrb_funcall(mrb, m, "[]", 1, mrb_fixnum_value(i));
+        mrb_value v = mrb_nil_value();
 
-        mrb_gv_set(mrb, mrb_intern_cstr(mrb, name), v);
+        if (!mrb_nil_p(m) && RARRAY_LEN(off) >= 2 * i + 2) {
+            mrb_value b = RARRAY_PTR(off)[2 * i], e = RARRAY_PTR(off)[2 * i + 1];
+
+            if (mrb_integer_p(b) && mrb_integer_p(e) && mrb_integer(b) >= 0 &&
+                mrb_integer(e) >= mrb_integer(b)) {
+                v = mrb_str_substr(mrb, str, mrb_integer(b), mrb_integer(e) - mrb_integer(b));
+            }
+        }
+        mrb_gv_set(mrb, mrb_intern_static(mrb, names + 3 * (i - 1), 2), v);
     }
     return m;
 }

@@ -53,6 +53,21 @@ out << /x/.match(nil).inspect << /x/.match("y").inspect << $~.inspect
 begin; /(a)/.match("a")[:nope]; rescue IndexError; out << "IndexError"; end
 Apache.rputs out.join(",")
 ''',
+    "htdocs/groups.mrb": r'''
+out = []
+"ab" =~ /(a)(x)?(b)/
+out << $1.inspect << $2.inspect << $3.inspect << $4.inspect
+"zz" =~ /(q)/
+out << $1.inspect << $~.inspect
+m = Regexp.new("(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)(l)(m)(n)(o)(p)(q)(r)(s)(t)").match("xabcdefghijklmnopqrstx")
+out << m.size.to_s << m[20] << m.begin(20).to_s << $9 << m.captures.join
+re = Regexp.new("(?<first>\\w)(?<second>\\w)")
+out << re.names.inspect << re.match("xy")[:second] << re.match("pq")["first"]
+re.send(:initialize, "(?<other>z)")
+out << re.names.inspect << re.match("z")[:other]
+begin; re.__group_names << "x"; rescue => e; out << e.class.to_s; end
+Apache.rputs out.join("|")
+''',
     "htdocs/cached.mrb": r'''
 $cached_re ||= Regexp.new("^/cached.mrb")
 Apache.rputs $cached_re.match?(Apache::Request.new.uri).to_s
@@ -86,6 +101,22 @@ def test_regexp_and_matchdata(server):
 def test_regexp_errors(server):
     r = server.get("/errors.mrb")
     assert r.body == b"RegexpError,TypeError,NUL,nil,nil,nil,IndexError"
+
+
+def test_groups_last_match_globals_and_names(server):
+    """$1..$9 follow the last match (nil for a group that did not take part,
+    a group the pattern lacks, or after a failed match); a pattern of more
+    than 16 groups; named groups of a Regexp initialized twice."""
+    r = server.get("/groups.mrb")
+    assert r.status == 200, server.error_log()[-2000:]
+    assert r.body.split(b"|") == [
+        b'"a"', b"nil", b'"b"', b"nil",
+        b"nil", b"nil",
+        b"21", b"t", b"20", b"i", b"abcdefghijklmnopqrst",
+        b'["first", "second"]', b"y", b"p",
+        b'["other"]', b"z",
+        b"FrozenError",
+    ]
 
 
 def test_regexp_kept_across_requests(server):
