@@ -107,16 +107,43 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
     return run->r;
 }
 
-void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
-                           const mm_phase_t *b)
+/* Apache::<kind class>.new: the class's mm_kind_class_t is in the method's
+ * environment. */
+static mrb_value kind_new(mrb_state *mrb, mrb_value klass)
 {
+    const mm_kind_class_t *k = mrb_cptr(mrb_cfunc_env_get(mrb, 0));
+    const char *what = mrb_class_name(mrb, mrb_class_ptr(klass));
     mm_run_t *run = mm_binding_run(mrb, what);
 
-    if (run->kind != a && run->kind != b) {
-        mrb_raisef(mrb, E_RUNTIME_ERROR, "%s can only be used in %s, not in a %s script", what, where,
+    if (run->kind != k->a && run->kind != k->b) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "%s can only be used in %s, not in a %s script", what, k->where,
                    run->kind->stem);
     }
-    return run->data;
+    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
+}
+
+struct RClass *mm_binding_define_kind_class(mrb_state *mrb, const mm_kind_class_t *k)
+{
+    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), k->name, mrb->object_class);
+    mrb_value env = mrb_cptr_value(mrb, (void *)k);
+    mrb_method_t m;
+
+    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, kind_new, 1, &env));
+    mrb_define_method_raw(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))),
+                          mrb_intern_cstr(mrb, "new"), m);
+    return c;
+}
+
+void *mm_binding_kind_object_data(mrb_state *mrb, mrb_value self)
+{
+    mm_binding_unwrap(mrb, self, NULL);
+    return mm_vm_of(mrb)->run->data;
+}
+
+mrb_value mm_binding_str_or_nil(mrb_state *mrb, const char *s)
+{
+    return s ? mrb_str_new_cstr(mrb, s) : mrb_nil_value();
 }
 
 /* Wrapper objects hold no pointer, only (serial << MM_TAG_BITS | tag). */

@@ -45,12 +45,6 @@ typedef enum {
 mm_run_t *mm_binding_run(mrb_state *mrb, const char *what);
 request_rec *mm_binding_request(mrb_state *mrb, const char *what);
 
-/* The data of the run in progress (mm_run_t.data) when the run is of kind
- * a or b; raises otherwise: what (a class name) is for where ("filter
- * scripts") only. */
-void *mm_binding_kind_data(mrb_state *mrb, const char *what, const char *where, const mm_phase_t *a,
-                           const mm_phase_t *b);
-
 /* Request-bound objects (Apache::Request, the tables) carry the serial of
  * the run that made them plus a small tag (which table). Using one after its
  * request ended raises instead of touching freed memory. */
@@ -93,6 +87,26 @@ void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *c
 /* Defines Apache::<name>, whose objects are wrappers (above), with a `new`
  * that binds one to the current request (needs_request) or run. */
 struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request);
+
+/* A class whose objects exist only in scripts of one or two kinds (a
+ * filter's output and input): Apache::Filter, AuthnProvider,
+ * AuthzProvider. Its objects are wrappers, and the run's data (mm_run_t.data)
+ * is what they describe. */
+typedef struct {
+    const char *name;        /* under Apache: "Filter" */
+    const char *where;       /* for messages: "filter scripts" */
+    const mm_phase_t *a, *b; /* the kinds (b may equal a) */
+} mm_kind_class_t;
+
+/* Defines Apache::<k->name> (k is static): its `new` raises outside a run of
+ * kind a or b, else binds an object to the run. */
+struct RClass *mm_binding_define_kind_class(mrb_state *mrb, const mm_kind_class_t *k);
+/* The run's data for an object of such a class; raises for an object kept
+ * from an earlier run. */
+void *mm_binding_kind_object_data(mrb_state *mrb, mrb_value self);
+
+/* A C string as a new String; nil for NULL. */
+mrb_value mm_binding_str_or_nil(mrb_state *mrb, const char *s);
 
 /* The Apache class (defined by mm_apache_init). */
 struct RClass *mm_binding_apache(mrb_state *mrb);

@@ -13,44 +13,32 @@
 #include "auth.h"
 #include "binding.h"
 
-#define MM_AUTHN_CLASS "Apache::AuthnProvider"
-
-static mrb_value authn_new(mrb_state *mrb, mrb_value klass)
-{
-    mm_binding_kind_data(mrb, MM_AUTHN_CLASS, "authn provider scripts", &mm_authn_basic_kind,
-                         &mm_authn_digest_kind);
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
+static const mm_kind_class_t authn_class = {"AuthnProvider", "authn provider scripts", &mm_authn_basic_kind,
+                                            &mm_authn_digest_kind};
 
 static mm_authn_args_t *args_of(mrb_state *mrb, mrb_value self)
 {
-    mm_binding_unwrap(mrb, self, NULL);
-    return mm_vm_of(mrb)->run->data;
-}
-
-static mrb_value str_or_nil(mrb_state *mrb, const char *s)
-{
-    return s ? mrb_str_new_cstr(mrb, s) : mrb_nil_value();
+    return mm_binding_kind_object_data(mrb, self);
 }
 
 static mrb_value authn_user(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, args_of(mrb, self)->user);
+    return mm_binding_str_or_nil(mrb, args_of(mrb, self)->user);
 }
 
 static mrb_value authn_password(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, args_of(mrb, self)->password);
+    return mm_binding_str_or_nil(mrb, args_of(mrb, self)->password);
 }
 
 static mrb_value authn_realm(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, args_of(mrb, self)->realm);
+    return mm_binding_str_or_nil(mrb, args_of(mrb, self)->realm);
 }
 
 static mrb_value authn_rethash(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, args_of(mrb, self)->rethash);
+    return mm_binding_str_or_nil(mrb, args_of(mrb, self)->rethash);
 }
 
 /* rethash = hex MD5 of "user:realm:password", as mod_auth_digest expects. */
@@ -97,10 +85,8 @@ static mrb_value authn_realm_hash(mrb_state *mrb, mrb_value self)
 
 void mm_authn_init(mrb_state *mrb)
 {
-    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "AuthnProvider", 1);
+    struct RClass *cls = mm_binding_define_kind_class(mrb, &authn_class);
 
-    /* Only in its kind of script: new checks the run before it wraps. */
-    mrb_define_class_method(mrb, cls, "new", authn_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "user", authn_user, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "password", authn_password, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "realm", authn_realm, MRB_ARGS_NONE());

@@ -14,18 +14,12 @@
 #include "auth.h"
 #include "binding.h"
 
-#define MM_AUTHZ_CLASS "Apache::AuthzProvider"
-
-static mrb_value authz_new(mrb_state *mrb, mrb_value klass)
-{
-    mm_binding_kind_data(mrb, MM_AUTHZ_CLASS, "authz provider scripts", &mm_authz_kind, &mm_authz_kind);
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
+static const mm_kind_class_t authz_class = {"AuthzProvider", "authz provider scripts", &mm_authz_kind,
+                                            &mm_authz_kind};
 
 static const mm_authz_line_t *line_of(mrb_state *mrb, mrb_value self)
 {
-    mm_binding_unwrap(mrb, self, NULL);
-    return mm_vm_of(mrb)->run->data;
+    return mm_binding_kind_object_data(mrb, self);
 }
 
 static mrb_value authz_name(mrb_state *mrb, mrb_value self)
@@ -61,10 +55,8 @@ static mrb_value authz_user(mrb_state *mrb, mrb_value self)
 
 void mm_authz_init(mrb_state *mrb)
 {
-    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "AuthzProvider", 1);
+    struct RClass *cls = mm_binding_define_kind_class(mrb, &authz_class);
 
-    /* Only in its kind of script: new checks the run before it wraps. */
-    mrb_define_class_method(mrb, cls, "new", authz_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "name", authz_name, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "require_line", authz_require_line, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "args", authz_args, MRB_ARGS_NONE());

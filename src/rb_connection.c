@@ -15,15 +15,10 @@ static conn_rec *conn_of(mrb_state *mrb, mrb_value self)
     return mm_binding_unwrap(mrb, self, NULL)->connection;
 }
 
-static mrb_value str_or_nil(mrb_state *mrb, const char *s)
-{
-    return s ? mrb_str_new_cstr(mrb, s) : mrb_nil_value();
-}
-
 /* The peer of the TCP connection (a proxy, if there is one in between). */
 static mrb_value conn_remote_ip(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, conn_of(mrb, self)->client_ip);
+    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->client_ip);
 }
 
 static mrb_value conn_remote_port(mrb_state *mrb, mrb_value self)
@@ -36,23 +31,23 @@ static mrb_value conn_remote_port(mrb_state *mrb, mrb_value self)
 /* The client's name if httpd looked it up (HostnameLookups), else nil. */
 static mrb_value conn_remote_host(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, conn_of(mrb, self)->remote_host);
+    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->remote_host);
 }
 
 static mrb_value conn_remote_logname(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, conn_of(mrb, self)->remote_logname);
+    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->remote_logname);
 }
 
 /* The client as the request names it (mod_remoteip may have changed it). */
 static mrb_value conn_useragent_ip(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, mm_binding_unwrap(mrb, self, NULL)->useragent_ip);
+    return mm_binding_str_or_nil(mrb, mm_binding_unwrap(mrb, self, NULL)->useragent_ip);
 }
 
 static mrb_value conn_local_ip(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, conn_of(mrb, self)->local_ip);
+    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->local_ip);
 }
 
 static mrb_value conn_local_port(mrb_state *mrb, mrb_value self)
@@ -64,7 +59,7 @@ static mrb_value conn_local_port(mrb_state *mrb, mrb_value self)
 
 static mrb_value conn_local_host(mrb_state *mrb, mrb_value self)
 {
-    return str_or_nil(mrb, conn_of(mrb, self)->local_host);
+    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->local_host);
 }
 
 /* Requests served on this connection before the current one. */

@@ -16,20 +16,14 @@
 #include "binding.h"
 #include "filter.h"
 
-#define MM_FILTER_CLASS "Apache::Filter"
-
-static mrb_value filter_new(mrb_state *mrb, mrb_value klass)
-{
-    mm_binding_kind_data(mrb, MM_FILTER_CLASS, "filter scripts", &mm_filter_out_kind, &mm_filter_in_kind);
-    return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
-}
+static const mm_kind_class_t filter_class = {"Filter", "filter scripts", &mm_filter_out_kind,
+                                             &mm_filter_in_kind};
 
 /* The run of the object's own request and script; raises for an object
  * kept from another run. */
 static mm_filter_run_t *run_of(mrb_state *mrb, mrb_value self)
 {
-    mm_binding_unwrap(mrb, self, NULL);
-    return mm_vm_of(mrb)->run->data;
+    return mm_binding_kind_object_data(mrb, self);
 }
 
 static apr_off_t data_length(mrb_state *mrb, mm_filter_run_t *run)
@@ -170,10 +164,8 @@ static mrb_value filter_ctx(mrb_state *mrb, mrb_value self)
 
 void mm_filter_init(mrb_state *mrb)
 {
-    struct RClass *cls = mm_binding_define_wrapper_class(mrb, "Filter", 1);
+    struct RClass *cls = mm_binding_define_kind_class(mrb, &filter_class);
 
-    /* Only in its kind of script: new checks the run before it wraps. */
-    mrb_define_class_method(mrb, cls, "new", filter_new, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "flatten", filter_flatten, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "length", filter_length, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "empty?", filter_empty_p, MRB_ARGS_NONE());

@@ -38,6 +38,10 @@ ErrorDocument 500 "custom error page"
 <Directory {docroot}/ht>
     AllowOverride All
 </Directory>
+<Location /wrong_kind>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.const_get(Apache::Request.new.args).new"
+</Location>
 <Location /newline>
     SetHandler mruby-native-script
     mrubyHandlerCode "raise %Q(line1\nline2)"
@@ -112,6 +116,18 @@ def test_exception_after_output_was_sent_cuts_the_response(server):
         assert r.status == 200 and len(r.body) < 100_000
     server.wait_log(r"MRB00030: .*failure after flush")
     assert server.get("/ok").status == 200
+
+
+@pytest.mark.parametrize("cls,where", [
+    ("Filter", "filter scripts"),
+    ("AuthnProvider", "authn provider scripts"),
+    ("AuthzProvider", "authz provider scripts"),
+])
+def test_objects_of_another_kind_of_script_are_refused(server, cls, where):
+    r = server.get("/wrong_kind?" + cls)
+    assert r.status == 500
+    server.wait_log(r"MRB00030: .*RuntimeError at .*: Apache::%s can only be used in %s, not in a Handler script"
+                    % (cls, where))
 
 
 def test_log_entry_is_one_line(server):
