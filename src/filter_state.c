@@ -24,6 +24,10 @@
 
 /* Deeper than this is a mistake, or a Hash that contains itself. */
 #define MM_STATE_DEPTH_MAX 32
+/* The state is copied whole at the end of every run: a filter that keeps
+ * a body in it copies all of it again for every chunk. Beyond this size
+ * (encoded) it is refused. */
+#define MM_STATE_SIZE_MAX (16 * 1024 * 1024)
 
 /* One byte says what follows. */
 enum {
@@ -62,6 +66,10 @@ static void put(writer_t *w, const void *data, apr_size_t len)
     mm_filter_state_t *st = w->st;
 
     if (w->error) {
+        return;
+    }
+    if (len > MM_STATE_SIZE_MAX - st->len) {
+        w->error = "larger than 16 MB";
         return;
     }
     if (st->len + len > st->cap) {

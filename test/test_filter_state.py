@@ -15,6 +15,7 @@ mrubyMaxRequestsPerVM 2
 mrubyOutputFilterNamed keep {root}/scripts/keep.rb stream
 mrubyOutputFilterNamedCode object "Apache::Filter.new.ctx[:r] = Apache::Request.new" stream
 mrubyOutputFilterNamedCode cycle "c = Apache::Filter.new.ctx; c[:me] = c" stream
+mrubyOutputFilterNamedCode huge "Apache::Filter.new.ctx[:s] = 'x' * (16 * 1024 * 1024)" stream
 mrubyInputFilterNamed tally {root}/scripts/tally.rb
 <Location /keep>
     SetOutputFilter keep
@@ -24,6 +25,9 @@ mrubyInputFilterNamed tally {root}/scripts/tally.rb
 </Location>
 <Location /cycle>
     SetOutputFilter cycle
+</Location>
+<Location /huge>
+    SetOutputFilter huge
 </Location>
 <Location /tally>
     SetHandler reflector
@@ -59,7 +63,7 @@ DATA = bytes(range(256)) * 1024  # 256 KB: four 64 KB runs
 srv = module_httpd("filterstate", BODY, modules=("reflector",), log_level="warn mruby:debug",
                    files={"scripts/keep.rb": KEEP, "scripts/tally.rb": TALLY,
                           "htdocs/keep/data.bin": DATA, "htdocs/object/a.txt": "x",
-                          "htdocs/cycle/a.txt": "x"})
+                          "htdocs/cycle/a.txt": "x", "htdocs/huge/a.txt": "x"})
 
 
 def test_state_survives_runs_in_replaced_vms(srv):
@@ -96,3 +100,11 @@ def test_state_that_contains_itself_fails_the_response(srv):
     r = srv.get("/cycle/a.txt")
     assert r.status == 500
     srv.wait_log(r"MRB00501: OutputFilter cycle .*Apache::Filter#ctx nested too deeply")
+
+
+def test_state_larger_than_16_mb_fails_the_response(srv):
+    """The state is copied whole after every run: it has a size limit."""
+    r = srv.get("/huge/a.txt")
+    assert r.status == 500
+    srv.wait_log(r"MRB00501: OutputFilter huge .*Apache::Filter#ctx larger than 16 MB")
+    assert srv.get("/keep/data.bin").body == DATA + b"|same after 4 runs"
