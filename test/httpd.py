@@ -376,12 +376,15 @@ class Httpd:
         shutil.rmtree(self.root, ignore_errors=True)
 
     # ----------------------------------------------------------- requests
-    def request(self, method, path, headers=None, body=None, timeout=30, source=None):
-        """source: the client's address; another 127.x.y.z is another client."""
+    def request(self, method, path, headers=None, body=None, timeout=30, source=None,
+                chunked=False):
+        """source: the client's address; another 127.x.y.z is another client.
+        chunked: body is an iterable of chunks, sent with Transfer-Encoding:
+        chunked."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
                                           source_address=(source, 0) if source else None)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            conn.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
             resp = conn.getresponse()
             data = resp.read()
             return Response(resp.status, resp.headers, data)
@@ -399,6 +402,14 @@ class Httpd:
 
     def get(self, path, headers=None, timeout=30, source=None):
         return self.request("GET", path, headers=headers, timeout=timeout, source=source)
+
+    def post_chunked(self, path, body, headers=None, timeout=30):
+        """POSTs body with Transfer-Encoding: chunked (no Content-Length):
+        body is bytes, sent in 64 KB chunks, or a list of the chunks."""
+        if isinstance(body, bytes):
+            body = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+        return self.request("POST", path, headers=headers, body=iter(body), timeout=timeout,
+                            chunked=True)
 
     def log_lines(self, pattern):
         return [line for line in self.error_log().splitlines() if re.search(pattern, line)]

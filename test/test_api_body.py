@@ -128,19 +128,6 @@ def server(request, backend):
     srv.cleanup()
 
 
-def chunked(data, size=65536):
-    out = b""
-    for i in range(0, len(data), size):
-        piece = data[i:i + size]
-        out += b"%x\r\n" % len(piece) + piece + b"\r\n"
-    return out + b"0\r\n\r\n"
-
-
-def post_chunked(server, path, data, headers=b""):
-    return server.raw(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-                      + headers + b"Connection: close\r\n\r\n" + chunked(data))
-
-
 BINARY = bytes(range(256)) * 4 + b"\x00\r\n\x00"
 
 
@@ -162,14 +149,14 @@ def test_body_can_be_read_twice(server):
 
 def test_5mb_chunked_upload(server):
     data = os.urandom(5 * 1024 * 1024)
-    r = post_chunked(server, "/body.mrb", data)
+    r = server.post_chunked("/body.mrb", data)
     assert r.status == 200
     assert hashlib.sha256(r.body).hexdigest() == hashlib.sha256(data).hexdigest()
 
 
 def test_streaming_each_read_rewind(server):
     data = b"0123456789" * 5000
-    r = post_chunked(server, "/stream.mrb", data, )
+    r = server.post_chunked("/stream.mrb", data)
     assert r.status == 200
     assert r.text.splitlines() == ["50000 true", "nil", '""', '"01234"', "false"]
 
@@ -195,7 +182,7 @@ def test_proxy_after_body_read_gets_whole_body(server, backend):
 
 def test_proxy_after_5mb_chunked_body_read(server, backend):
     data = os.urandom(5 * 1024 * 1024)
-    r = post_chunked(server, "/then_proxy.mrb", data)
+    r = server.post_chunked("/then_proxy.mrb", data)
     assert r.status == 200, server.error_log()[-3000:]
     assert r.headers["X-Backend-Length"] == str(len(data))
     assert hashlib.sha256(r.body).hexdigest() == hashlib.sha256(data).hexdigest()
@@ -203,7 +190,7 @@ def test_proxy_after_5mb_chunked_body_read(server, backend):
 
 def test_proxy_after_partial_read(server, backend):
     data = b"0123456789abcdefghij" * 1000
-    r = post_chunked(server, "/partial_then_proxy.mrb", data)
+    r = server.post_chunked("/partial_then_proxy.mrb", data)
     assert r.status == 200, server.error_log()[-3000:]
     assert r.body == data
 
@@ -212,7 +199,7 @@ def test_body_read_in_access_checker_then_proxied(server, backend):
     # mod_mruby issue #71: the body read by an access phase script must
     # still reach the backend, whole
     data = os.urandom(5 * 1024 * 1024)
-    r = post_chunked(server, "/checked", data)
+    r = server.post_chunked("/checked", data)
     assert r.status == 200, server.error_log()[-3000:]
     assert r.headers["X-Backend-Length"] == str(len(data))
     assert hashlib.sha256(r.body).hexdigest() == hashlib.sha256(data).hexdigest()
@@ -242,7 +229,7 @@ def test_body_over_our_limit_raises_413(server):
     r = server.request("POST", "/small/body.mrb", body=b"x" * 11)
     assert r.status == 200
     assert r.body.startswith(b"413 ") and b"mrubyRequestBodyLimit" in r.body
-    r = post_chunked(server, "/small/body.mrb", b"y" * 100)
+    r = server.post_chunked("/small/body.mrb", b"y" * 100)
     assert r.body.startswith(b"413 ")
     assert server.request("POST", "/small/body.mrb", body=b"x" * 10).body == b""
 
@@ -260,10 +247,10 @@ def test_limit_request_body_with_content_length(server):
 
 
 def test_limit_request_body_chunked_answered_by_httpd(server):
-    r = post_chunked(server, "/limited/rescued.mrb", b"z" * 100, )
+    r = server.post_chunked("/limited/rescued.mrb", b"z" * 100)
     assert r.status == 413
     assert b"rescued" not in r.body
-    r = post_chunked(server, "/limited/body.mrb", b"z" * 100)
+    r = server.post_chunked("/limited/body.mrb", b"z" * 100)
     assert r.status == 413
 
 

@@ -3,8 +3,6 @@ runs is plain data copied out of each run, so it comes back equal in the
 next run whatever VM that run has. Here every VM is replaced after two
 runs (mrubyMaxRequestsPerVM), in the middle of the bodies."""
 
-import http.client
-
 from httpd import module_httpd
 
 BODY = r"""
@@ -76,15 +74,9 @@ def test_state_survives_runs_in_replaced_vms(srv):
 
 def test_input_filter_state_across_reads(srv):
     # Chunked: mod_reflector would answer with the client's Content-Length.
-    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-    try:
-        conn.request("POST", "/tally", body=iter([b"z" * 10000] * 5), encode_chunked=True)
-        resp = conn.getresponse()
-        body = resp.read()
-    finally:
-        conn.close()
-    assert resp.status == 200
-    head, _, tail = body.partition(b"|")
+    r = srv.post_chunked("/tally", [b"z" * 10000] * 5)
+    assert r.status == 200
+    head, _, tail = r.body.partition(b"|")
     assert head == b"z" * 50000
     assert tail.startswith(b"50000 in ") and tail.endswith(b" reads")
     assert int(tail.split(b" ")[2]) > 1  # the state was carried from read to read

@@ -137,18 +137,6 @@ def access_log(srv):
         return f.read()
 
 
-def post_chunked(srv, path, pieces):
-    """POST with Transfer-Encoding: chunked (no Content-Length)."""
-    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-    try:
-        conn.request("POST", path, body=iter(pieces), encode_chunked=True,
-                     headers={"Content-Type": "application/octet-stream"})
-        resp = conn.getresponse()
-        return resp.status, resp.headers, resp.read()
-    finally:
-        conn.close()
-
-
 def test_rewrites_the_body_the_handler_reads(front):
     for _ in range(2):
         r = front.request("POST", "/echo", body=b"hello body")
@@ -158,16 +146,16 @@ def test_rewrites_the_body_the_handler_reads(front):
 
 def test_chunked_body_and_state_across_chunks(front):
     pieces = [b"x" * 5000] * 20
-    status, _, body = post_chunked(front, "/count", pieces)
-    assert status == 200
-    assert body == b"x" * 100000 + b"[100000 bytes, first run first: true]"
+    r = front.post_chunked("/count", pieces)
+    assert r.status == 200
+    assert r.body == b"x" * 100000 + b"[100000 bytes, first run first: true]"
 
 
 def test_insert_eos_cuts_the_body_and_closes_the_connection(front):
-    status, headers, body = post_chunked(front, "/first10", [b"0123456789abcdef", b"more" * 1000])
-    assert status == 200
-    assert body == b"0123456789"
-    assert headers["Connection"] == "close"
+    r = front.post_chunked("/first10", [b"0123456789abcdef", b"more" * 1000])
+    assert r.status == 200
+    assert r.body == b"0123456789"
+    assert r.headers["Connection"] == "close"
 
 
 def test_error_create_refuses_the_body(front):
@@ -199,7 +187,7 @@ def test_refusal_after_the_response_began_truncates_it(front):
     # mod_reflector answers as it reads: the refusal comes too late for a
     # status, so the response is cut.
     with pytest.raises((http.client.IncompleteRead, ConnectionError)):
-        post_chunked(front, "/guarded/late", [b"y" * 10000] * 20)
+        front.post_chunked("/guarded/late", [b"y" * 10000] * 20)
     front.wait_log(r"MRB00521: input filter guard .* refused the request body of /guarded/late with 413")
 
 
@@ -253,10 +241,10 @@ def test_many_clients_each_get_their_own_body_back(front):
             r = front.request("POST", "/echo", body=token * (n + 1))
             if r.status != 200 or r.body != token.upper() * (n + 1):
                 wrong.append(("/echo", r.status))
-            status, _, body = post_chunked(front, "/count", [token] * (i + 1))
+            r = front.post_chunked("/count", [token] * (i + 1))
             expected = token * (i + 1) + b"[%d bytes, first run first: true]" % (len(token) * (i + 1))
-            if status != 200 or body != expected:
-                wrong.append(("/count", status, body[-40:]))
+            if r.status != 200 or r.body != expected:
+                wrong.append(("/count", r.status, r.body[-40:]))
         return wrong
 
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
