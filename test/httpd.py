@@ -411,6 +411,12 @@ class Httpd:
         return self.request("POST", path, headers=headers, body=iter(body), timeout=timeout,
                             chunked=True)
 
+    def lines(self, path, headers=None):
+        """GETs path, which must answer 200, and returns its body's lines."""
+        r = self.get(path, headers=headers)
+        assert r.status == 200, (r, self.error_log()[-2000:])
+        return r.text.splitlines()
+
     def log_lines(self, pattern):
         return [line for line in self.error_log().splitlines() if re.search(pattern, line)]
 

@@ -111,8 +111,7 @@ def test_sleep_blocks(server):
 
 
 def test_facts(server):
-    r = server.get("/facts.mrb")
-    lines = r.text.splitlines()
+    lines = server.lines("/facts.mrb")
     assert lines[0] == "mod_mruby"
     assert re.match(r"^\d+\.\d+\.\d+$", lines[1])
     assert lines[2].startswith("Apache/2.4")

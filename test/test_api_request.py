@@ -124,14 +124,8 @@ FILES = {
 server = module_httpd("request", BODY, files=FILES, modules=("include",))
 
 
-def lines(server, path, **kw):
-    r = server.get(path, **kw)
-    assert r.status == 200, (r, server.error_log()[-2000:])
-    return r.text.splitlines()
-
-
 def test_string_fields(server):
-    f = dict(l.split("=", 1) for l in lines(server, "/fields.mrb?a=1"))
+    f = dict(l.split("=", 1) for l in server.lines("/fields.mrb?a=1"))
     assert f["the_request"] == '"GET /fields.mrb?a=1 HTTP/1.1"'
     assert f["protocol"] == '"HTTP/1.1"'
     assert f["method"] == '"GET"'
@@ -154,11 +148,11 @@ def test_range_request_of_script_output(server):
 
 
 def test_setters_copy_validate_and_accept_nil(server):
-    assert lines(server, "/setters.mrb") == ["[true]"]
+    assert server.lines("/setters.mrb") == ["[true]"]
 
 
 def test_integer_flags_and_relations(server):
-    out = lines(server, "/ints.mrb")
+    out = server.lines("/ints.mrb")
     f = dict(l.split("=", 1) for l in out[:12])
     assert f["assbackwards"] == "0"
     assert f["header_only"] == "0"
@@ -178,10 +172,10 @@ def test_head_sets_header_only(server):
 
 
 def test_document_root_is_per_request(server):
-    out = lines(server, "/docroot.mrb")
+    out = server.lines("/docroot.mrb")
     assert out == [server.docroot, "/tmp", server.docroot, "nil refused"]
     # the next request sees the configured root again
-    assert lines(server, "/docroot.mrb")[0] == server.docroot
+    assert server.lines("/docroot.mrb")[0] == server.docroot
 
 
 def test_scheme_status_objects(server):
@@ -199,7 +193,7 @@ def test_content_length_setter(server):
 
 
 def test_error_log_names_client_and_script_line(server):
-    assert lines(server, "/errorlog.mrb") == ["logged"]
+    assert server.lines("/errorlog.mrb") == ["logged"]
     line = server.wait_log(r"MRB00400: .*request-log-line")[-1]
     assert "[client 127.0.0.1:" in line and "/errorlog.mrb:2: request-log-line" in line
     assert server.wait_log(r"\[mruby:warn\] .*errorlog.mrb:3: symbol_message")
@@ -208,7 +202,7 @@ def test_error_log_names_client_and_script_line(server):
 def test_reverse_proxy_sets_the_fields_mod_proxy_reads(server):
     # (mod_proxy acts on them when they are set before the content handler,
     # e.g. in translate_name)
-    assert lines(server, "/reverse_proxy.mrb") == [
+    assert server.lines("/reverse_proxy.mrb") == [
         "proxy-server,true,proxy:http://backend.test/app/reverse_proxy.mrb", "nil refused"]
 
 
@@ -232,7 +226,7 @@ def test_internal_redirect_of_a_post(server):
 
 
 def test_internal_redirect_refuses_bad_uris(server):
-    assert lines(server, "/redirect_bad.mrb") == ["relative,newline,nil"]
+    assert server.lines("/redirect_bad.mrb") == ["relative,newline,nil"]
 
 
 def test_internal_redirect_after_output_was_sent_is_refused(server):

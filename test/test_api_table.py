@@ -73,20 +73,14 @@ FILES = {
 server = module_httpd("table", BODY, files=FILES, modules=("env",))
 
 
-def lines(server, path, **kw):
-    r = server.get(path, **kw)
-    assert r.status == 200, (r, server.error_log()[-2000:])
-    return r.text.splitlines()
-
-
 def test_env_has_cgi_variables(server):
-    out = lines(server, "/env.mrb?a=1&b=2", headers={"X-Custom": "custom"})
+    out = server.lines("/env.mrb?a=1&b=2", headers={"X-Custom": "custom"})
     assert out == ["a=1&b=2", "GET", "true", server.docroot + "/env.mrb", "custom", "configured",
                    "nil", "second", "true", "true", "nil", "nil"]
 
 
 def test_subprocess_env_is_the_table_as_is(server):
-    assert lines(server, "/raw_env.mrb?q=1") == ["configured", "nil"]
+    assert server.lines("/raw_env.mrb?q=1") == ["configured", "nil"]
 
 
 def test_multi_valued_headers(server):
@@ -106,5 +100,5 @@ def test_missing_keys_are_nil_in_every_table(server):
 
 
 def test_enumeration(server):
-    assert lines(server, "/each.mrb", headers={"Referer": "http://ref.test/"}) == [
+    assert server.lines("/each.mrb", headers={"Referer": "http://ref.test/"}) == [
         "n1=v1,n2=2", "n1,n2", "true", "true", '"http://ref.test/",nil']
