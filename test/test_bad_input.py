@@ -30,23 +30,6 @@ LimitRequestFieldSize 16384
 server = module_httpd("badinput", BODY)
 
 
-def raw(server, data, read=True, timeout=10):
-    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as s:
-        s.sendall(data)
-        if not read:
-            return b""
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out
-            out += chunk
-
-
-def status_of(response):
-    return int(response.split(b" ", 2)[1])
-
-
 def test_a_long_header_line(server):
     r = server.get("/headers", headers={"X-Long": "a" * 12000})
     assert (r.status, r.body) == (200, b"3:12000")  # Host, Accept-Encoding, X-Long
@@ -67,19 +50,16 @@ def test_many_headers(server):
 
 
 def test_invalid_utf8_and_escaped_nul_pass_through_as_bytes(server):
-    resp = raw(server, b"GET /echo?q=%00%ff\xfe HTTP/1.0\r\nX-Bytes: \xff\xfe\x80\r\n\r\n")
-    assert status_of(resp) == 200
-    assert resp.split(b"\r\n\r\n", 1)[1] == b"q=%00%ff\xfe|\xff\xfe\x80|/echo"
+    r = server.raw(b"GET /echo?q=%00%ff\xfe HTTP/1.0\r\nX-Bytes: \xff\xfe\x80\r\n\r\n")
+    assert (r.status, r.body) == (200, b"q=%00%ff\xfe|\xff\xfe\x80|/echo")
 
 
 def test_raw_nul_in_a_header_is_refused_by_httpd(server):
-    resp = raw(server, b"GET /echo HTTP/1.0\r\nX-Bytes: a\x00b\r\n\r\n")
-    assert status_of(resp) == 400
+    assert server.raw(b"GET /echo HTTP/1.0\r\nX-Bytes: a\x00b\r\n\r\n").status == 400
 
 
 def test_encoded_nul_in_the_path(server):
-    resp = raw(server, b"GET /echo%00x HTTP/1.0\r\n\r\n")
-    assert status_of(resp) in (400, 404)
+    assert server.raw(b"GET /echo%00x HTTP/1.0\r\n\r\n").status in (400, 404)
     assert server.get("/echo").status == 200
 
 
@@ -90,9 +70,9 @@ def test_a_large_body_nobody_reads(server):
 
 
 def test_bad_chunk_size_in_a_body_nobody_reads(server):
-    resp = raw(server, b"POST /ignore HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-                       b"Connection: close\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
-    assert status_of(resp) in (200, 400)
+    r = server.raw(b"POST /ignore HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                   b"Connection: close\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+    assert r.status in (200, 400)
     assert server.get("/ignore").status == 200
 
 
