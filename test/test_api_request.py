@@ -1,7 +1,9 @@
-"""Apache::Request beyond the core fields: every string field with its
-writer, the integer flags, the relations (main?/prev?/next?),
-document_root (per request), scheme, content_length, response_time,
-error_log, internal_redirect and the objects it hands out."""
+"""Apache::Request: every string field with its writer, the integer
+flags, the relations (main?/prev?/next?), document_root (per request),
+scheme, content_length, response_time, error_log, internal_redirect and
+the objects it hands out; its header tables and notes; request objects
+kept past their request. And what request scripts use around it:
+Apache.rputs and Apache.echo, the constants, require, get_server_class."""
 
 from httpd import module_httpd
 
@@ -15,12 +17,97 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; Apache.rputs [r.uri, r.prev?, r.internal_redirect?, r.method].join(',')"
 </Location>
+<Location /api>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/api.rb
+</Location>
 """
+
+API = r'''
+r = Apache::Request.new
+case r.args
+when "binary"
+  Apache.rputs "a\0b\xff"
+when "nonstring"
+  Apache.rputs 42
+  Apache.rputs nil
+  Apache.rputs :sym
+when "echo"
+  Apache.echo "line"
+  Apache.echo 7
+when "constants"
+  Apache.echo [Apache::OK, Apache::DECLINED, Apache::DONE, Apache::HTTP_OK,
+               Apache::HTTP_NOT_FOUND, Apache::HTTP_SERVICE_UNAVAILABLE,
+               Apache::HTTP_INTERNAL_SERVER_ERROR, Apache::M_GET, Apache::M_POST,
+               Apache::APLOG_ERR, Apache::APLOG_DEBUG, Apache::PROXYREQ_REVERSE].join(",")
+when "require"
+  Apache.echo require('Apache').inspect
+  begin
+    require 'no_such_library'
+  rescue LoadError => e
+    Apache.echo "LoadError: #{e.message}"
+  end
+when "headers"
+  hin = r.headers_in
+  Apache.echo hin["X-Token"]
+  Apache.echo hin["x-token"]
+  Apache.echo hin["No-Such-Header"].inspect
+  Apache.echo Apache::Headers_in.new["X-Token"]
+  Apache.echo hin.user_agent
+  r.headers_out["X-Out"] = "out-value"
+  r.headers_out["Set-Cookie"] = "a=1"
+  r.headers_out["Set-Cookie"] = "b=2"
+  r.err_headers_out["X-Err"] = "err"
+  r.headers_out["X-Gone"] = "x"
+  r.headers_out["X-Gone"] = nil
+  Apache.echo r.headers_out.keys.sort.join(",")
+when "inject"
+  %W[a\r\nX-Evil:\ 1 a\nb a\rb].each do |v|
+    begin
+      r.headers_out["X-Test"] = v
+      Apache.echo "accepted"
+    rescue ArgumentError
+      Apache.echo "refused"
+    end
+  end
+  begin
+    r.headers_out["Bad Name"] = "v"
+  rescue ArgumentError
+    Apache.echo "bad name refused"
+  end
+when "notes"
+  r.notes["k"] = "v"
+  Apache.echo Apache::Notes.new["k"]
+  Apache.echo r.notes.to_h.inspect
+when "stale"
+  if $kept
+    begin
+      $kept.uri
+    rescue RuntimeError => e
+      Apache.echo "stale: #{e.class}"
+    end
+    begin
+      $kept_table["X"]
+    rescue RuntimeError => e
+      Apache.echo "stale table: #{e.class}"
+    end
+  else
+    $kept = r
+    $kept_table = r.headers_in
+    Apache.echo "kept #{r.uri}"
+  end
+when "server_class"
+  Apache.echo get_server_class.name
+else
+  Apache.echo "unknown #{r.args.inspect}"
+end
+'''
 
 FIELDS = ("the_request protocol hostname method unparsed_uri uri filename canonical_filename path_info "
           "args content_type handler content_encoding status_line vlist_validator user ap_auth_type range")
 
 FILES = {
+    "scripts/api.rb": API,
     "htdocs/fields.mrb": (
         'r = Apache::Request.new\n'
         '%w[' + FIELDS + '].each { |f| Apache.echo "#{f}=#{r.send(f).inspect}" }\n'
@@ -43,6 +130,7 @@ FILES = {
         '  begin; r.send("#{f}=", "a\\r\\nX-Evil: 1"); out << :accepted; rescue ArgumentError; out << true; end\n'
         'end\n'
         'begin; r.filename = "a\\0b"; out << :accepted; rescue ArgumentError; out << true; end\n'
+        'begin; r.uri = "a\\0b"; out << :accepted; rescue ArgumentError; out << true; end\n'
         'begin; r.uri = 12; out << :accepted; rescue TypeError; out << true; end\n'
         'r.uri = "/fields.mrb"\n'
         'r.handler = "mruby-script"\n'
@@ -128,12 +216,14 @@ def test_string_fields(server):
     f = dict(l.split("=", 1) for l in server.lines("/fields.mrb?a=1"))
     assert f["the_request"] == '"GET /fields.mrb?a=1 HTTP/1.1"'
     assert f["protocol"] == '"HTTP/1.1"'
+    assert f["hostname"] == '"127.0.0.1"'
     assert f["method"] == '"GET"'
     assert f["unparsed_uri"] == '"/fields.mrb?a=1"'
     assert f["uri"] == '"/fields.mrb"'
     assert f["filename"] == '"%s/fields.mrb"' % server.docroot
     assert f["canonical_filename"] == '"%s/fields.mrb"' % server.docroot
     assert f["args"] == '"a=1"'
+    assert f["path_info"] in ('""', "nil")
     assert f["handler"] == '"mruby-script"'
     # unset fields are nil, not a crash
     for name in ("content_encoding", "status_line", "vlist_validator", "user", "ap_auth_type", "range"):
@@ -233,3 +323,67 @@ def test_internal_redirect_after_output_was_sent_is_refused(server):
     r = server.get("/big_then_redirect.mrb")
     assert r.status == 200
     assert r.body.endswith(b"|refused") and len(r.body) == 100_000 + len(b"|refused")
+
+
+def test_headers(server):
+    r = server.get("/api?headers", headers={"X-Token": "tok-1", "User-Agent": "pytest-agent"})
+    assert r.status == 200
+    assert r.text.splitlines() == ["tok-1", "tok-1", "nil", "tok-1", "pytest-agent", "Set-Cookie,X-Out"]
+    assert r.headers["X-Out"] == "out-value"
+    assert r.headers.get_all("Set-Cookie") == ["a=1", "b=2"]
+    assert r.headers["X-Err"] == "err"
+    assert "X-Gone" not in r.headers
+
+
+def test_header_injection_is_refused(server):
+    r = server.get("/api?inject")
+    assert r.text.splitlines() == ["refused", "refused", "refused", "bad name refused"]
+    assert "X-Evil" not in r.headers
+    assert "X-Test" not in r.headers
+
+
+def test_notes(server):
+    assert server.lines("/api?notes") == ["v", '{"k"=>"v"}']
+
+
+def test_request_objects_do_not_outlive_their_request(server):
+    # Whatever thread serves them, each VM first keeps an object, then
+    # finds it stale: never a crash.
+    seen = set()
+    for _ in range(80):
+        out = server.lines("/api?stale")
+        seen.add(out[0])
+        if out[0].startswith("stale"):
+            assert out == ["stale: RuntimeError", "stale table: RuntimeError"]
+    assert "stale: RuntimeError" in seen
+
+
+def test_rputs_is_binary_safe(server):
+    r = server.get("/api?binary")
+    assert (r.status, r.body) == (200, b"a\x00b\xff")
+
+
+def test_rputs_converts_with_to_s(server):
+    r = server.get("/api?nonstring")
+    assert (r.status, r.body) == (200, b"42sym")
+
+
+def test_echo_adds_newline(server):
+    r = server.get("/api?echo")
+    assert (r.status, r.body) == (200, b"line\n7\n")
+
+
+def test_constants_come_from_httpd_headers(server):
+    r = server.get("/api?constants")
+    assert (r.status, r.body) == (200, b"0,-1,-2,200,404,503,500,0,2,3,7,2\n")
+
+
+def test_require(server):
+    out = server.lines("/api?require")
+    assert out[0] == "false"
+    assert out[1].startswith("LoadError: cannot load such file -- no_such_library")
+
+
+def test_get_server_class(server):
+    r = server.get("/api?server_class")
+    assert (r.status, r.body) == (200, b"Apache\n")
