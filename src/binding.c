@@ -77,11 +77,30 @@ static mrb_value run_wrapper_new(mrb_state *mrb, mrb_value klass)
     return mm_binding_wrap_run(mrb, mrb_class_ptr(klass), 0);
 }
 
-struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request)
+/* Defines c#name as fn, with n values in the method's environment (which
+ * fn reads with mrb_cfunc_env_get). */
+static void define_with_env(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int n,
+                            const mrb_value *env)
+{
+    mrb_method_t m;
+
+    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, fn, n, env));
+    mrb_define_method_raw(mrb, c, mrb_intern_cstr(mrb, name), m);
+}
+
+/* Apache::<name>, whose objects are wrappers; its `new` is the caller's. */
+static struct RClass *wrapper_class(mrb_state *mrb, const char *name)
 {
     struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), name, mrb->object_class);
 
     MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
+    return c;
+}
+
+struct RClass *mm_binding_define_wrapper_class(mrb_state *mrb, const char *name, int needs_request)
+{
+    struct RClass *c = wrapper_class(mrb, name);
+
     mrb_define_class_method(mrb, c, "new", needs_request ? wrapper_new : run_wrapper_new, MRB_ARGS_NONE());
     return c;
 }
@@ -112,10 +131,13 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
 static mrb_value kind_new(mrb_state *mrb, mrb_value klass)
 {
     const mm_kind_class_t *k = mrb_cptr(mrb_cfunc_env_get(mrb, 0));
-    const char *what = mrb_class_name(mrb, mrb_class_ptr(klass));
-    mm_run_t *run = mm_binding_run(mrb, what);
+    const mm_run_t *run = mm_vm_of(mrb)->run;
 
-    if (run->kind != k->a && run->kind != k->b) {
+    if (run == NULL || (run->kind != k->a && run->kind != k->b)) {
+        /* the class's name only for the error */
+        const char *what = mrb_class_name(mrb, mrb_class_ptr(klass));
+
+        run = mm_binding_run(mrb, what); /* raises without a run */
         mrb_raisef(mrb, E_RUNTIME_ERROR, "%s can only be used in %s, not in a %s script", what, k->where,
                    run->kind->stem);
     }
@@ -124,14 +146,10 @@ static mrb_value kind_new(mrb_state *mrb, mrb_value klass)
 
 struct RClass *mm_binding_define_kind_class(mrb_state *mrb, const mm_kind_class_t *k)
 {
-    struct RClass *c = mrb_define_class_under(mrb, mm_binding_apache(mrb), k->name, mrb->object_class);
+    struct RClass *c = wrapper_class(mrb, k->name);
     mrb_value env = mrb_cptr_value(mrb, (void *)k);
-    mrb_method_t m;
 
-    MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
-    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, kind_new, 1, &env));
-    mrb_define_method_raw(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))),
-                          mrb_intern_cstr(mrb, "new"), m);
+    define_with_env(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new", kind_new, 1, &env);
     return c;
 }
 
@@ -350,11 +368,8 @@ void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level
 void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i)
 {
     mrb_value idx = mrb_fixnum_value(i);
-    struct RProc *p = mrb_proc_new_cfunc_with_env(mrb, fn, 1, &idx);
-    mrb_method_t m;
 
-    MRB_METHOD_FROM_PROC(m, p);
-    mrb_define_method_raw(mrb, c, mrb_intern_cstr(mrb, name), m);
+    define_with_env(mrb, c, name, fn, 1, &idx);
 }
 
 mrb_int mm_binding_index(mrb_state *mrb)
@@ -375,10 +390,8 @@ void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *c
 {
     struct RClass *req = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Request");
     mrb_value env[2];
-    mrb_method_t m;
 
     env[0] = mrb_fixnum_value(tag);
     env[1] = mrb_obj_value(cls);
-    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, reader, 2, env));
-    mrb_define_method_raw(mrb, req, mrb_intern_cstr(mrb, name), m);
+    define_with_env(mrb, req, name, reader, 2, env);
 }
