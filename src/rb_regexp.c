@@ -156,8 +156,15 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
         m = (ap_regmatch_t *)RSTRING_PTR(mrb_str_new(mrb, NULL, (mrb_int)(n * sizeof *m)));
     }
     rc = ap_regexec_len(re, RSTRING_PTR(str) + pos, (apr_size_t)(RSTRING_LEN(str) - pos), n, m, eflags);
-    if (rc != 0) {
+    if (rc == AP_REG_NOMATCH) {
         return mrb_nil_value();
+    }
+    if (rc != 0) {
+        /* PCRE gave up (its match limit, out of memory): the match may well
+         * be there, so nil, "no match", would be a wrong answer. */
+        mrb_raisef(mrb, mrb_class_get(mrb, "RegexpError"),
+                   "PCRE gave up matching /%v/ (it backtracks too much for this string)",
+                   mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@source")));
     }
     result = mrb_ary_new_capa(mrb, (mrb_int)n * 2);
     for (i = 0; i < (mrb_int)n; i++) {

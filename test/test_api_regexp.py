@@ -68,6 +68,21 @@ out << re.names.inspect << re.match("z")[:other]
 begin; re.__group_names << "x"; rescue => e; out << e.class.to_s; end
 Apache.rputs out.join("|")
 ''',
+    # a pattern that backtracks past PCRE's match limit before it finds the
+    # "c" that matches
+    "htdocs/limit.mrb": r'''
+s = "a" * 40 + "c"
+out = []
+[-> { /(a+)+b|c/ =~ s }, -> { s.match?(/(a+)+b|c/) }, -> { s.gsub(/(a+)+b|c/, "") }].each do |f|
+  begin
+    out << f.call.inspect
+  rescue RegexpError => e
+    out << e.class.to_s + ": " + e.message
+  end
+end
+out << (/(a+)+b|c/ =~ "c").inspect
+Apache.rputs out.join("\n")
+''',
     "htdocs/cached.mrb": r'''
 $cached_re ||= Regexp.new("^/cached.mrb")
 Apache.rputs $cached_re.match?(Apache::Request.new.uri).to_s
@@ -117,6 +132,19 @@ def test_groups_last_match_globals_and_names(server):
         b'["other"]', b"z",
         b"FrozenError",
     ]
+
+
+def test_a_match_pcre_gives_up_on_raises(server):
+    """PCRE stops a match that backtracks too much: that is not a failed
+    match (it may be there, as here), so it raises instead of answering
+    nil, which a script would take for "no match"."""
+    r = server.get("/limit.mrb")
+    assert r.status == 200, server.error_log()[-2000:]
+    parts = r.text.split("\n")
+    assert len(parts) == 4
+    for part in parts[:3]:
+        assert part.startswith("RegexpError: ") and "/(a+)+b|c/" in part, part
+    assert parts[3] == "0"
 
 
 def test_regexp_kept_across_requests(server):
