@@ -30,6 +30,11 @@ void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
 void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
 void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
 
+/* The end of an outermost run (or of a stretch of one, before it sleeps):
+ * forgets $~ and $1..$9, the request's data, so the next script run in the
+ * VM, another client's request, does not see them (rb_regexp.c). */
+void mm_regexp_forget(mm_vm_t *vm);
+
 /* The request's tables, as Ruby sees them (rb_table.c). */
 typedef enum {
     MM_TABLE_HEADERS_IN,

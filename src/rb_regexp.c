@@ -206,22 +206,13 @@ static mrb_value regexp_group_names(mrb_state *mrb, mrb_value self)
     return result;
 }
 
-/* Sets $~ and $1..$9 (mruby compiles $1 as the global "$1") from a
- * MatchData (or nil): its groups are what MatchData#[] answers, substrings
- * of @string at the byte offsets in @offsets. */
-static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
+/* Sets $~ and $1..$9 (mruby compiles $1 as the global "$1") to a
+ * MatchData's groups, or to nil. */
+static void set_last_match(mrb_state *mrb, mrb_value m, mrb_value str, mrb_value off)
 {
     static const char names[] = "$1\0$2\0$3\0$4\0$5\0$6\0$7\0$8\0$9";
-    mrb_value m = mrb_get_arg1(mrb), str = mrb_nil_value(), off = mrb_nil_value();
     int i;
 
-    if (!mrb_nil_p(m)) {
-        str = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@string"));
-        off = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@offsets"));
-        if (!mrb_string_p(str) || !mrb_array_p(off)) {
-            mrb_raise(mrb, E_TYPE_ERROR, "Regexp.__set_last_match: not a MatchData");
-        }
-    }
     mrb_gv_set(mrb, mrb_intern_lit(mrb, "$~"), m);
     for (i = 1; i <= 9; i++) {
         mrb_value v = mrb_nil_value();
@@ -236,7 +227,36 @@ static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
         }
         mrb_gv_set(mrb, mrb_intern_static(mrb, names + 3 * (i - 1), 2), v);
     }
+}
+
+/* Regexp.__set_last_match(m): $~ and $1..$9 from a MatchData (or nil): its
+ * groups are what MatchData#[] answers, substrings of @string at the byte
+ * offsets in @offsets. */
+static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
+{
+    mrb_value m = mrb_get_arg1(mrb), str = mrb_nil_value(), off = mrb_nil_value();
+    mm_vm_t *vm = mm_vm_of(mrb);
+
+    if (!mrb_nil_p(m)) {
+        str = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@string"));
+        off = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@offsets"));
+        if (!mrb_string_p(str) || !mrb_array_p(off)) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Regexp.__set_last_match: not a MatchData");
+        }
+        if (vm) {
+            vm->last_match = 1;
+        }
+    }
+    set_last_match(mrb, m, str, off);
     return m;
+}
+
+void mm_regexp_forget(mm_vm_t *vm)
+{
+    if (vm->last_match) {
+        vm->last_match = 0;
+        set_last_match(vm->mrb, mrb_nil_value(), mrb_nil_value(), mrb_nil_value());
+    }
 }
 
 void mm_regexp_init(mrb_state *mrb)

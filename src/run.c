@@ -569,6 +569,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
     if (run.outer == NULL) {
+        mm_regexp_forget(vm);
         mm_vm_ran(vm, s);
     }
     mm_vm_unlock(vm);
@@ -654,6 +655,7 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
+    mm_regexp_forget(vm);
     if (result == SUSPENDED) {
         return SUSPENDED;
     }

@@ -2,7 +2,7 @@
 builds with a Regexp (like mod_mruby's rewrite examples) run unchanged:
 Regexp.new(...).match, literals, $~ and $1, =~, sub/gsub/scan/split."""
 
-from httpd import module_httpd
+from httpd import SINGLE_WORKER, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -150,3 +150,17 @@ def test_a_match_pcre_gives_up_on_raises(server):
 def test_regexp_kept_across_requests(server):
     for _ in range(5):
         assert server.get("/cached.mrb").body == b"true"
+
+
+def test_last_match_does_not_outlive_its_request(make_httpd, mpm):
+    """$~ and $1..$9 hold what a request's script matched (a token from its
+    query string here): the next script run in the VM, another client's
+    request, starts without them, as a Ruby script starts with $~ nil."""
+    srv = make_httpd("regexp_single", mpm, BODY, mpm_conf=SINGLE_WORKER[mpm], files={
+        "htdocs/login.mrb": 'Apache::Request.new.args =~ /token=(\\w+)/\nApache.rputs $1\n',
+        "htdocs/peek.mrb": 'Apache.rputs [$~, $1, $2].inspect\n',
+    }).start()
+    for _ in range(2):
+        assert srv.get("/login.mrb?token=s3cret").body == b"s3cret"
+        r = srv.get("/peek.mrb")
+        assert (r.status, r.body) == (200, b"[nil, nil, nil]")
