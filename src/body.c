@@ -48,7 +48,6 @@ struct mm_body {
     apr_array_header_t *chunks; /* of mm_chunk_t, in order */
     apr_off_t total;            /* bytes kept */
     int eos;                    /* the whole body is kept */
-    apr_off_t cursor;           /* Apache::Input's position */
     apr_bucket_brigade *bb;     /* for reading */
 };
 
@@ -134,11 +133,6 @@ apr_off_t mm_body_kept(const mm_body_t *b)
 int mm_body_complete(const mm_body_t *b)
 {
     return b->eos;
-}
-
-apr_off_t *mm_body_cursor(mm_body_t *b)
-{
-    return &b->cursor;
 }
 
 /* Calls fn for each slice of the kept chunks covering up to len bytes from

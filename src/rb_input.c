@@ -58,11 +58,19 @@ static mrb_value request_body(mrb_state *mrb, mrb_value self)
     return str;
 }
 
+/* Apache::Input's position: the run's, so that a script reads the body
+ * from its start even after an earlier script (another phase, the request
+ * before an internal redirect) read some of it. */
+static apr_off_t *cursor_of(mrb_state *mrb)
+{
+    return &mm_binding_run(mrb, "Apache::Input")->input_pos;
+}
+
 /* Takes up to len bytes at the cursor (stopping after LF if lines). */
 static mrb_value take(mrb_state *mrb, request_rec *r, apr_off_t len, int lines)
 {
     mm_body_t *b = mm_body_of(r);
-    apr_off_t *cursor = mm_body_cursor(b);
+    apr_off_t *cursor = cursor_of(mrb);
     apr_off_t avail;
     mrb_value str;
     apr_size_t n;
@@ -136,16 +144,17 @@ static mrb_value input_gets(mrb_state *mrb, mrb_value self)
 
 static mrb_value input_rewind(mrb_state *mrb, mrb_value self)
 {
-    *mm_body_cursor(mm_body_of(mm_binding_unwrap(mrb, self, NULL))) = 0;
+    mm_binding_unwrap(mrb, self, NULL); /* raises for an object of an ended request */
+    *cursor_of(mrb) = 0;
     return mrb_fixnum_value(0);
 }
 
 static mrb_value input_eof_p(mrb_state *mrb, mrb_value self)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    mm_body_t *b = fill(mrb, r, *mm_body_cursor(mm_body_of(r)));
+    apr_off_t cursor = *cursor_of(mrb);
 
-    return mrb_bool_value(*mm_body_cursor(b) >= mm_body_kept(b));
+    return mrb_bool_value(cursor >= mm_body_kept(fill(mrb, r, cursor)));
 }
 
 void mm_input_init(mrb_state *mrb)

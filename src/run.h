@@ -37,6 +37,10 @@ typedef struct mm_run {
     void *escape;                /* the catch point (struct mrb_jmpbuf) of the
                                     stretch running now, for a hard stop */
     struct mm_sleeper *sleeper;  /* where the record lives while the script sleeps */
+    apr_off_t input_pos;         /* Apache::Input's position in the body (rb_input.c): each
+                                    run reads the body from its start, whatever the runs
+                                    before it (an earlier phase, the request before an
+                                    internal redirect) read */
 } mm_run_t;
 
 /* The rest of a phase, for a script that sleeps in the middle of it: the

@@ -30,6 +30,9 @@ AddHandler mruby-script .mrb
     mrubyFixupsCode "Apache::Request.new.input.read(7)"
     ProxyPass http://127.0.0.1:{backend}/echo
 </Location>
+<Location /peek>
+    mrubyFixupsCode "Apache::Request.new.input.read(7)"
+</Location>
 mrubyTranslateNameCode "r = Apache::Request.new; r.reverse_proxy('http://127.0.0.1:{backend}/echo') if r.uri == '/rp'"
 
 <Location /small>
@@ -93,6 +96,13 @@ FILES = {
         'r = Apache::Request.new\n'
         'r.input.read(4)\n'
         'r.internal_redirect "/body.mrb"\n'
+    ),
+    "htdocs/input.mrb": 'Apache.rputs Apache::Request.new.input.read\n',
+    "htdocs/peek/input.mrb": 'Apache.rputs Apache::Request.new.input.read\n',
+    "htdocs/then_input.mrb": (
+        'r = Apache::Request.new\n'
+        'r.input.read(4)\n'
+        'r.internal_redirect "/input.mrb"\n'
     ),
     "htdocs/small/body.mrb": (
         'begin\n'
@@ -223,6 +233,15 @@ def test_reverse_proxy_in_translate_name(server, backend):
 def test_ruby_after_ruby_across_internal_redirect(server):
     r = server.request("POST", "/then_ruby.mrb", body=b"whole body")
     assert r.body == b"whole body"
+
+
+def test_each_script_reads_input_from_the_start(server):
+    # a fixup script, and the request before an internal redirect, read
+    # part of the body: the next script's Apache::Input still starts at
+    # the first byte
+    data = b"0123456789abcdef"
+    assert server.request("POST", "/peek/input.mrb", body=data).body == data
+    assert server.request("POST", "/then_input.mrb", body=data).body == data
 
 
 def test_body_over_our_limit_raises_413(server):
