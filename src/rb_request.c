@@ -276,6 +276,15 @@ static mrb_value request_internal_redirect(mrb_state *mrb, mrb_value self)
     return mrb_nil_value();
 }
 
+/* r.__check: raises for an object of an ended request. The Ruby half calls
+ * it before handing out what it memoized on the object (query_params, ...),
+ * which must not outlive the request either. */
+static mrb_value request_check(mrb_state *mrb, mrb_value self)
+{
+    mm_binding_unwrap(mrb, self, NULL);
+    return self;
+}
+
 /* add_output_filter(name) / add_input_filter(name): inserts a registered
  * httpd filter (e.g. "DEFLATE") for this request; meant for InsertFilter
  * and earlier phases. */
@@ -326,6 +335,7 @@ void mm_request_init(mrb_state *mrb)
     mrb_define_method(mrb, req, "error_log", request_error_log, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, req, "log", request_error_log, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, req, "internal_redirect", request_internal_redirect, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, req, "__check", request_check, MRB_ARGS_NONE());
     mm_binding_define_indexed(mrb, req, "add_output_filter", request_add_filter, 0);
     mm_binding_define_indexed(mrb, req, "add_input_filter", request_add_filter, 1);
 }

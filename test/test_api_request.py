@@ -91,9 +91,19 @@ when "stale"
     rescue RuntimeError => e
       Apache.echo "stale table: #{e.class}"
     end
+    [:query_params, :form_params, :cookies].each do |m|
+      begin
+        Apache.echo "#{m}: #{$kept.send(m).inspect}"
+      rescue RuntimeError => e
+        Apache.echo "stale #{m}: #{e.class}"
+      end
+    end
   else
     $kept = r
     $kept_table = r.headers_in
+    r.query_params
+    r.form_params
+    r.cookies
     Apache.echo "kept #{r.uri}"
   end
 when "server_class"
@@ -355,7 +365,11 @@ def test_request_objects_do_not_outlive_their_request(server):
         out = server.lines("/api?stale")
         seen.add(out[0])
         if out[0].startswith("stale"):
-            assert out == ["stale: RuntimeError", "stale table: RuntimeError"]
+            # what the Ruby half keeps of a request (parsed fields,
+            # cookies) is stale with it
+            assert out == ["stale: RuntimeError", "stale table: RuntimeError",
+                           "stale query_params: RuntimeError", "stale form_params: RuntimeError",
+                           "stale cookies: RuntimeError"]
     assert "stale: RuntimeError" in seen
 
 

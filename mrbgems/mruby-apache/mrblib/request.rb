@@ -13,14 +13,20 @@ class Apache
     end
 
 
+    # The three methods below keep their result on the object; each calls
+    # __check first, which raises for an object of an ended request as the
+    # C methods do, so a kept object never answers with an old request's data.
+
     # The query string as Apache::Params (name => value).
     def query_params
+      __check
       @query_params ||= Params.from_pairs(*__query_pairs)
     end
 
     # The body of a form POST (urlencoded or multipart) as Apache::Params;
     # empty for other content types. Reading it keeps the body for others.
     def form_params
+      __check
       @form_params ||= begin
         ct = headers_in["Content-Type"].to_s
         type = ct.split(";", 2)[0].to_s.strip.downcase
@@ -38,6 +44,7 @@ class Apache
 
     # The request's cookies, name => value (the first of a repeated name).
     def cookies
+      __check
       @cookies ||= Cookie.parse(headers_in.get_all("Cookie").join("; "))
     end
 
