@@ -67,6 +67,8 @@ FILES = {
         'Apache.rputs out.join(",")\n'
     ),
     "htdocs/httperror.mrb": 'raise Apache::HTTPError.new(404, "no such thing")\n',
+    "htdocs/httperror_text.mrb": 'raise Apache::HTTPError, "gone fishing"\n',
+    "htdocs/httperror_status_text.mrb": 'raise Apache::HTTPError, "404"\n',
     "htdocs/httperror_bad.mrb": (
         'begin\n  Apache::HTTPError.new(200)\nrescue ArgumentError\n  Apache.rputs "200 refused"\nend\n'
     ),
@@ -157,6 +159,15 @@ def test_http_error_sets_the_status(server):
     assert r.status == 404
     assert b"no such thing" not in r.body
     server.wait_log(r"MRB00030: .*Apache::HTTPError.*no such thing")
+
+
+def test_http_error_raised_with_a_message_alone(server):
+    # raise Apache::HTTPError, "text": a 500 with that message
+    r = server.get("/httperror_text.mrb")
+    assert r.status == 500
+    assert b"gone fishing" not in r.body
+    server.wait_log(r"MRB00030: .*Apache::HTTPError.*gone fishing")
+    assert server.get("/httperror_status_text.mrb").status == 404
 
 
 def test_http_error_needs_an_error_status(server):

@@ -21,6 +21,9 @@ class Apache
     attr_reader :status
 
     def initialize(status = 500, message = nil)
+      # `raise Apache::HTTPError, "text"` passes the text alone: the message,
+      # with the default status ("404" alone is a status).
+      status, message = 500, status if message.nil? && status.is_a?(String) && status.to_i.to_s != status.strip
       status = status.to_i
       raise ArgumentError, "Apache::HTTPError: #{status} is not an error status" unless status >= 400 && status <= 599
       @status = status
