@@ -158,9 +158,27 @@ static apr_status_t run_chunk(ap_filter_t *f, out_ctx_t *ctx, int last)
     return pass_out(f, ctx);
 }
 
+/* Reads a bucket of data still to come (a CGI's pipe), which makes it a
+ * bucket of what came so far. Once the chunk holds data, the read does not
+ * wait: when nothing more has come, the chunk ends there, followed by a
+ * FLUSH, so that what came reaches the client while the rest is awaited.
+ * Returns APR_EAGAIN when the chunk ends. */
+static apr_status_t read_pending(apr_bucket_brigade *bb, apr_bucket *e, apr_size_t total)
+{
+    const char *data;
+    apr_size_t len;
+    apr_status_t rv = apr_bucket_read(e, &data, &len, total ? APR_NONBLOCK_READ : APR_BLOCK_READ);
+
+    if (total && APR_STATUS_IS_EAGAIN(rv)) {
+        APR_BUCKET_INSERT_BEFORE(e, apr_bucket_flush_create(bb->bucket_alloc));
+        return APR_EAGAIN;
+    }
+    return rv;
+}
+
 /* Moves the next chunk of bb into ctx->work: data buckets up to
- * MM_CHUNK_MAX bytes, stopping at metadata. *eos is set, and the EOS
- * removed, when the body ends right after the chunk. */
+ * MM_CHUNK_MAX bytes, stopping at metadata or at data still to come. *eos
+ * is set, and the EOS removed, when the body ends right after the chunk. */
 static apr_status_t take_chunk(out_ctx_t *ctx, apr_bucket_brigade *bb, int *eos)
 {
     apr_size_t total = 0;
@@ -178,12 +196,10 @@ static apr_status_t take_chunk(out_ctx_t *ctx, apr_bucket_brigade *bb, int *eos)
             return APR_SUCCESS;
         }
         if (e->length == (apr_size_t)-1) {
-            const char *data;
-            apr_size_t len;
-            apr_status_t rv = apr_bucket_read(e, &data, &len, APR_BLOCK_READ);
+            apr_status_t rv = read_pending(bb, e, total);
 
             if (rv != APR_SUCCESS) {
-                return rv;
+                return APR_STATUS_IS_EAGAIN(rv) ? APR_SUCCESS : rv;
             }
         }
         if (total + e->length > MM_CHUNK_MAX) {

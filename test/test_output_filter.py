@@ -8,6 +8,7 @@ AddOutputFilterByType and mod_filter's FilterProvider."""
 import concurrent.futures
 import gzip
 import http.client
+import os
 import re
 import socket
 import time
@@ -80,6 +81,11 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
 <Location /late>
     SetOutputFilter late_failure
 </Location>
+<Directory {docroot}/cgi>
+    Options +ExecCGI
+    AddHandler cgi-script .cgi
+    SetOutputFilter count
+</Directory>
 <Location /gz>
     SetOutputFilter mruby;DEFLATE
     mrubyOutputFilterCode "f = Apache::Filter.new; f.data = f.data.upcase" stream
@@ -185,6 +191,18 @@ FILES = {
     "htdocs/stream/big.bin": bytes(range(256)) * 1000,
     "htdocs/frame/bin.dat": bytes(range(256)) * 1024,
     "htdocs/late/big.txt": "z" * 300000,
+    # Writes a line, then waits (10 s at most) for the client to create
+    # out/go-QUERY before it writes the rest.
+    "htdocs/cgi/slow.cgi": (
+        "#!/bin/sh\n"
+        "printf 'Content-Type: text/plain\\r\\n\\r\\n'\n"
+        "echo first\n"
+        "i=0\n"
+        "while [ ! -e \"$DOCUMENT_ROOT/../out/go-$QUERY_STRING\" ] && [ $i -lt 100 ]; do\n"
+        "  sleep 0.1; i=$((i + 1))\n"
+        "done\n"
+        "echo second\n"
+    ),
     "htdocs/gz/a.txt": "compress me " * 5000,
     "htdocs/ssi/page.shtml": '<p>top</p><!--#include virtual="/ssi/part.html" --><p>bottom</p>',
     "htdocs/ssi/part.html": "<b>included</b>",
@@ -196,7 +214,7 @@ FILES = {
     "htdocs/provider-section/a.html": "<p>html</p>",
 }
 
-MODULES = ("deflate", "include", "filter", "headers")
+MODULES = ("deflate", "include", "filter", "headers", "cgid")
 
 srv = module_httpd("outfilter", BODY, files=FILES, modules=MODULES)
 
@@ -316,6 +334,26 @@ def test_stream_mode_is_binary_safe_and_runs_head_and_tail_once(srv):
     assert r.status == 200
     runs = -(-len(data) // 65536)
     assert r.body == b"\x00\xff<" + data + b">\x00" + str(runs).encode()
+
+
+def test_stream_mode_passes_what_came_while_the_rest_is_awaited(srv):
+    # A CGI's output arrives as it is written: the filter runs over what
+    # came and sends it on, instead of holding it until 64 KB or the end.
+    os.chmod(srv.path("htdocs/cgi/slow.cgi"), 0o755)
+    for i in range(2):
+        token = "%s-%d" % (srv.mpm, i)
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+        try:
+            conn.request("GET", "/cgi/slow.cgi?" + token)
+            resp = conn.getresponse()
+            assert resp.status == 200
+            assert resp.read(6) == b"first\n"  # before the CGI ends
+            with open(srv.path("out/go-" + token), "w"):
+                pass
+            assert resp.read() == b"second\n"
+        finally:
+            conn.close()
+        assert int(access_line(srv, "/cgi/slow.cgi", i + 1)[1]) >= 2  # one run per piece
 
 
 def assert_cut_short(srv, path):
