@@ -50,7 +50,9 @@ static const char *check_name(cmd_parms *cmd, const char *name)
         }
     }
     if (strcasecmp(name, "mruby") == 0) {
-        return apr_psprintf(cmd->pool, "%s: 'mruby' is the name of the section's own filter; choose another",
+        return apr_psprintf(cmd->pool,
+                            "%s: 'mruby' is reserved (the section's own filters and authn provider); "
+                            "choose another",
                             cmd->cmd->name);
     }
     return NULL;
