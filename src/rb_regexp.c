@@ -1,14 +1,14 @@
 /* rb_regexp.c: Regexp for scripts written for mruby builds that had one
- * (Debian's mruby has none): pattern compilation and matching by httpd's
- * own PCRE wrapper (ap_regcomp, ap_regexec_len). C compiles and returns
- * match offsets; MatchData and the String methods are Ruby
- * (mrblib/regexp.rb). The syntax is PCRE's, with Ruby's defaults: '^' and
- * '$' match at line breaks, '.' does not match a newline unless /m. */
+ * (Debian's mruby has none): pattern compilation and matching by PCRE2
+ * (libpcre2-8, the library httpd itself uses). C compiles and returns match
+ * offsets; MatchData and the String methods are Ruby (mrblib/regexp.rb).
+ * A match from a position inside a string (gsub, scan and split search
+ * from one on every pass) is made with the whole string as its context, so
+ * \b, \B, \A, ^ and lookbehind see the text before the position, as in
+ * Ruby. The syntax is PCRE's, with Ruby's defaults: '^' and '$' match at
+ * line breaks, '.' does not match a newline unless /m. */
 
-#include "httpd.h"
-#include "apr_pools.h"
-#include "apr_tables.h"
-#include "ap_regex.h"
+#define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <mruby.h>
 #include <mruby/array.h>
@@ -16,6 +16,8 @@
 #include <mruby/data.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
+
+#include <pcre2.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +30,105 @@
 #define MM_RE_EXTENDED   2
 #define MM_RE_MULTILINE  4
 
-/* The compiled pattern: malloc'd, owned by its Regexp object (which may live
- * as long as the VM, e.g. in a constant); freed with it. */
+/* The compiled pattern: owned by its Regexp object (which may live as long
+ * as the VM, e.g. in a constant); freed with it. */
 static void regexp_free(mrb_state *mrb, void *p)
 {
-    if (p) {
-        ap_regfree(p);
-        free(p);
-    }
+    pcre2_code_free(p);
 }
 
 static const mrb_data_type regexp_type = {"Regexp", regexp_free};
 
-/* Matches of up to this many groups need no allocation. */
-#define MM_RE_STACK_GROUPS 16
+/* The match data the VM's matches fill: one for all its Regexps (a VM
+ * belongs to one thread at a time, and a match runs no Ruby), made with
+ * room for 16 groups or for the most groups a pattern had, so a match
+ * allocates nothing. PCRE keeps its backtracking frames in it from one
+ * match to the next (20 KiB, but as much as a long subject took): its
+ * allocations are seen here, and a match data that grew past
+ * MM_RE_FRAMES_KEEP is dropped after the match. Owned by an object in a
+ * hidden instance variable of Object, freed when the VM closes. */
+#define MM_RE_GROUPS      16
+#define MM_RE_FRAMES_KEEP (256 * 1024)
+
+typedef struct {
+    pcre2_general_context *gctx; /* its allocator: malloc, counted */
+    pcre2_match_data *md;        /* NULL until a match needs it */
+    uint32_t pairs;              /* md's ovector: offset pairs */
+    size_t last;                 /* the size of its last allocation */
+} mm_match_t;
+
+static void *match_malloc(PCRE2_SIZE size, void *data)
+{
+    ((mm_match_t *)data)->last = size;
+    return malloc(size);
+}
+
+static void match_release(void *p, void *data)
+{
+    free(p);
+}
+
+static void match_drop(mm_match_t *mt)
+{
+    pcre2_match_data_free(mt->md);
+    mt->md = NULL;
+    mt->pairs = 0;
+    mt->last = 0;
+}
+
+static void match_free(mrb_state *mrb, void *p)
+{
+    mm_match_t *mt = p;
+
+    if (mt) {
+        match_drop(mt);
+        if (mt->gctx) {
+            pcre2_general_context_free(mt->gctx);
+        }
+        free(mt);
+    }
+}
+
+static const mrb_data_type match_type = {"Regexp match data", match_free};
+
+/* The VM's match data, with room for pairs offset pairs. */
+static mm_match_t *match_data(mrb_state *mrb, uint32_t pairs)
+{
+    mrb_sym iv = mrb_intern_lit(mrb, "__mm_regexp_match");
+    mrb_value holder = mrb_iv_get(mrb, mrb_obj_value(mrb->object_class), iv);
+    mm_match_t *mt;
+
+    if (mrb_type(holder) == MRB_TT_DATA && DATA_TYPE(holder) == &match_type) {
+        mt = DATA_PTR(holder);
+    } else {
+        /* The object first: it frees what is made below when an
+         * allocation raises. */
+        struct RData *d = mrb_data_object_alloc(mrb, mrb->object_class, NULL, &match_type);
+
+        mt = calloc(1, sizeof *mt);
+        if (mt == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
+        }
+        d->data = mt;
+        mt->gctx = pcre2_general_context_create(match_malloc, match_release, mt);
+        if (mt->gctx == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
+        }
+        mrb_iv_set(mrb, mrb_obj_value(mrb->object_class), iv, mrb_obj_value(d));
+    }
+    if (mt->md && (mt->pairs < pairs || mt->last > MM_RE_FRAMES_KEEP)) {
+        match_drop(mt);
+    }
+    if (mt->md == NULL) {
+        mt->pairs = pairs > MM_RE_GROUPS + 1 ? pairs : MM_RE_GROUPS + 1;
+        mt->md = pcre2_match_data_create(mt->pairs, mt->gctx);
+        if (mt->md == NULL) {
+            mt->pairs = 0;
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
+        }
+    }
+    return mt;
+}
 
 static int is_regexp(mrb_value v)
 {
@@ -70,55 +157,51 @@ static mrb_int options_of(mrb_state *mrb, mrb_value opt)
     return MM_RE_IGNORECASE; /* any other true value, as Ruby has it */
 }
 
+static mrb_value regexp_source(mrb_state *mrb, mrb_value self)
+{
+    return mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@source"));
+}
+
 /* Regexp.new(pattern, options = nil); Regexp.compile is the same (regexp
  * literals call it). */
 static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
 {
     mrb_value pat, opt = mrb_nil_value();
     mrb_int bits;
-    ap_regex_t *re;
-    char *src;
-    int cflags, rc;
+    pcre2_code *code;
+    uint32_t cflags;
+    int err;
+    PCRE2_SIZE at;
 
     mrb_get_args(mrb, "o|o", &pat, &opt);
     if (is_regexp(pat)) {
         if (mrb_nil_p(opt)) {
             opt = mrb_iv_get(mrb, pat, mrb_intern_lit(mrb, "@options"));
         }
-        pat = mrb_iv_get(mrb, pat, mrb_intern_lit(mrb, "@source"));
+        pat = regexp_source(mrb, pat);
     }
     if (!mrb_string_p(pat)) {
         mrb_raisef(mrb, E_TYPE_ERROR, "Regexp.new: the pattern must be a String, not %s",
                    mrb_obj_classname(mrb, pat));
     }
-    if (memchr(RSTRING_PTR(pat), '\0', RSTRING_LEN(pat))) {
-        mrb_raise(mrb, E_ARGUMENT_ERROR, "Regexp.new: a NUL byte in a pattern is not supported (use \\x00)");
-    }
     bits = options_of(mrb, opt);
-    /* /x has no ap_regcomp flag: PCRE's inline (?x) does it. */
-    src = malloc((size_t)RSTRING_LEN(pat) + 5);
-    re = calloc(1, sizeof *re);
-    if (src == NULL || re == NULL) {
-        free(src);
-        free(re);
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp.new: out of memory");
-    }
-    strcpy(src, (bits & MM_RE_EXTENDED) ? "(?x)" : "");
-    memcpy(src + strlen(src), RSTRING_PTR(pat), (size_t)RSTRING_LEN(pat));
-    src[((bits & MM_RE_EXTENDED) ? 4 : 0) + RSTRING_LEN(pat)] = '\0';
-    cflags = AP_REG_NO_DEFAULT | AP_REG_NEWLINE | ((bits & MM_RE_IGNORECASE) ? AP_REG_ICASE : 0) |
-             ((bits & MM_RE_MULTILINE) ? AP_REG_DOTALL : 0);
-    rc = ap_regcomp(re, src, cflags);
-    free(src);
-    if (rc != 0) {
-        char err[256];
+    cflags = PCRE2_MULTILINE | ((bits & MM_RE_IGNORECASE) ? PCRE2_CASELESS : 0) |
+             ((bits & MM_RE_EXTENDED) ? PCRE2_EXTENDED : 0) | ((bits & MM_RE_MULTILINE) ? PCRE2_DOTALL : 0);
+    /* By length: a NUL byte in the pattern is a character like any other.
+     * Nothing below allocates from mruby until the compiled pattern has an
+     * owner, so nothing leaks when an allocation raises. */
+    code = pcre2_compile((PCRE2_SPTR)RSTRING_PTR(pat), (PCRE2_SIZE)RSTRING_LEN(pat), cflags, &err, &at, NULL);
+    if (code == NULL) {
+        PCRE2_UCHAR msg[256];
 
-        ap_regerror(rc, re, err, sizeof err);
-        free(re);
-        mrb_raisef(mrb, mrb_class_get(mrb, "RegexpError"), "%s: /%v/", err, pat);
+        if (pcre2_get_error_message(err, msg, sizeof msg) < 0) {
+            strcpy((char *)msg, "invalid pattern");
+        }
+        mrb_raisef(mrb, mrb_class_get(mrb, "RegexpError"), "%s at offset %d: /%v/", (const char *)msg,
+                   (int)at, pat);
     }
     regexp_free(mrb, DATA_PTR(self));
-    mrb_data_init(self, re, &regexp_type);
+    mrb_data_init(self, code, &regexp_type);
     mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@source"), mrb_str_dup(mrb, pat));
     mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@options"), mrb_fixnum_value(bits));
     mrb_iv_set(mrb, self, mrb_intern_lit(mrb, "@__group_names"), mrb_nil_value()); /* of an earlier pattern */
@@ -126,18 +209,21 @@ static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
 }
 
 /* re.__offsets(str, pos) -> nil or [begin0, end0, begin1, end1, ...] (-1
- * for a group that did not take part), byte offsets into str. */
+ * for a group that did not take part), byte offsets into str. The match
+ * starts at pos with all of str as its subject. */
 static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
 {
-    ap_regex_t *re = mrb_data_get_ptr(mrb, self, &regexp_type);
+    pcre2_code *code;
+    mm_match_t *mt;
     mrb_value str, result;
     mrb_int pos, i;
-    ap_regmatch_t stack[MM_RE_STACK_GROUPS + 1], *m = stack;
-    size_t n;
-    int eflags = 0, rc;
+    uint32_t groups = 0, n;
+    PCRE2_SIZE *ov;
+    int rc;
 
     mrb_get_args(mrb, "Si", &str, &pos);
-    if (re == NULL) {
+    code = mrb_data_get_ptr(mrb, self, &regexp_type);
+    if (code == NULL) {
         mrb_raise(mrb, E_TYPE_ERROR, "uninitialized Regexp");
     }
     if (pos < 0) {
@@ -146,61 +232,80 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
     if (pos < 0 || pos > RSTRING_LEN(str)) {
         return mrb_nil_value();
     }
-    if (pos > 0 && RSTRING_PTR(str)[pos - 1] != '\n') {
-        eflags |= AP_REG_NOTBOL;
+    pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &groups);
+    n = groups + 1;
+    mt = match_data(mrb, n);
+    rc = pcre2_match(code, (PCRE2_SPTR)RSTRING_PTR(str), (PCRE2_SIZE)RSTRING_LEN(str), (PCRE2_SIZE)pos, 0,
+                     mt->md, NULL);
+    if (rc < 0 && mt->last > MM_RE_FRAMES_KEEP) {
+        match_drop(mt);
     }
-    n = re->re_nsub + 1;
-    if (n > MM_RE_STACK_GROUPS + 1) {
-        /* In a String the GC owns: nothing leaks when an allocation below
-         * raises. */
-        m = (ap_regmatch_t *)RSTRING_PTR(mrb_str_new(mrb, NULL, (mrb_int)(n * sizeof *m)));
-    }
-    rc = ap_regexec_len(re, RSTRING_PTR(str) + pos, (apr_size_t)(RSTRING_LEN(str) - pos), n, m, eflags);
-    if (rc == AP_REG_NOMATCH) {
+    if (rc == PCRE2_ERROR_NOMATCH) {
         return mrb_nil_value();
     }
-    if (rc != 0) {
-        /* PCRE gave up (its match limit, out of memory): the match may well
-         * be there, so nil, "no match", would be a wrong answer. */
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) {
+        /* PCRE gave up: the match may well be there, so nil, "no match",
+         * would be a wrong answer. */
         mrb_raisef(mrb, mrb_class_get(mrb, "RegexpError"),
                    "PCRE gave up matching /%v/ (it backtracks too much for this string)",
-                   mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@source")));
+                   regexp_source(mrb, self));
     }
+    if (rc < 0) { /* out of memory, or what should not happen */
+        PCRE2_UCHAR msg[256];
+
+        if (pcre2_get_error_message(rc, msg, sizeof msg) < 0) {
+            strcpy((char *)msg, "unknown error");
+        }
+        mrb_raisef(mrb, mrb_class_get(mrb, "RegexpError"), "PCRE could not match /%v/: %s",
+                   regexp_source(mrb, self), (const char *)msg);
+    }
+    /* rc is 1 + the last group set (the ovector has room for all); the
+     * groups after it did not take part. Nothing matches again before the
+     * ovector is read: nothing below runs Ruby. */
+    ov = pcre2_get_ovector_pointer(mt->md);
     result = mrb_ary_new_capa(mrb, (mrb_int)n * 2);
     for (i = 0; i < (mrb_int)n; i++) {
-        mrb_ary_push(mrb, result, mrb_fixnum_value(m[i].rm_so < 0 ? -1 : m[i].rm_so + pos));
-        mrb_ary_push(mrb, result, mrb_fixnum_value(m[i].rm_eo < 0 ? -1 : m[i].rm_eo + pos));
+        int set = i < rc && ov[2 * i] != PCRE2_UNSET;
+
+        mrb_ary_push(mrb, result, mrb_fixnum_value(set ? (mrb_int)ov[2 * i] : -1));
+        mrb_ary_push(mrb, result, mrb_fixnum_value(set ? (mrb_int)ov[2 * i + 1] : -1));
+    }
+    if (mt->last > MM_RE_FRAMES_KEEP) {
+        match_drop(mt);
     }
     return result;
 }
 
-/* The names of named groups, indexed by group number (nil where unnamed):
- * computed once per pattern, in a scratch pool of the VM's, and kept
- * (frozen) in the Regexp. */
+/* The names of named groups, indexed by group number (nil where unnamed,
+ * up to the last named group): computed once per pattern and kept (frozen)
+ * in the Regexp. PCRE's name table has an entry per name: the group's
+ * number in two bytes, big-endian, then the name and a NUL. */
 static mrb_value regexp_group_names(mrb_state *mrb, mrb_value self)
 {
-    ap_regex_t *re = mrb_data_get_ptr(mrb, self, &regexp_type);
+    pcre2_code *code = mrb_data_get_ptr(mrb, self, &regexp_type);
     mrb_sym iv = mrb_intern_lit(mrb, "@__group_names");
     mrb_value result = mrb_iv_get(mrb, self, iv);
-    apr_array_header_t *names;
-    apr_pool_t *p;
-    int i;
+    uint32_t count = 0, size = 0, i;
+    PCRE2_SPTR table = NULL;
 
     if (mrb_array_p(result)) {
         return result;
     }
     result = mrb_ary_new(mrb);
-    if (re == NULL || apr_pool_create(&p, mm_vm_of(mrb) ? mm_vm_of(mrb)->pool : NULL) != APR_SUCCESS) {
-        return result;
-    }
-    names = apr_array_make(p, 4, sizeof(const char *));
-    ap_regname(re, names, NULL, 0);
-    for (i = 0; i < names->nelts; i++) {
-        const char *name = APR_ARRAY_IDX(names, i, const char *);
+    if (code && pcre2_pattern_info(code, PCRE2_INFO_NAMECOUNT, &count) == 0 && count > 0 &&
+        pcre2_pattern_info(code, PCRE2_INFO_NAMEENTRYSIZE, &size) == 0 &&
+        pcre2_pattern_info(code, PCRE2_INFO_NAMETABLE, &table) == 0 && table && size > 2) {
+        for (i = 0; i < count; i++) {
+            PCRE2_SPTR entry = table + (size_t)i * size;
+            mrb_int group = (mrb_int)entry[0] << 8 | entry[1];
+            int ai = mrb_gc_arena_save(mrb);
 
-        mrb_ary_push(mrb, result, name ? mrb_str_new_cstr(mrb, name) : mrb_nil_value());
+            /* The table lives in the compiled pattern, which nothing here
+             * can free: a Regexp is initialized again only by Ruby code. */
+            mrb_ary_set(mrb, result, group, mrb_str_new_cstr(mrb, (const char *)entry + 2));
+            mrb_gc_arena_restore(mrb, ai);
+        }
     }
-    apr_pool_destroy(p);
     MRB_SET_FROZEN_FLAG(mrb_basic_ptr(result));
     mrb_iv_set(mrb, self, iv, result);
     return result;

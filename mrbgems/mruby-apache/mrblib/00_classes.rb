@@ -25,7 +25,7 @@ class Apache
   end
 end
 
-# Regexp is C (rb_regexp.c, on httpd's PCRE); MatchData is Ruby (regexp.rb).
+# Regexp is C (rb_regexp.c, on PCRE2); MatchData is Ruby (regexp.rb).
 class Regexp; end
 class MatchData; end
 

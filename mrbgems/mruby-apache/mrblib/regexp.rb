@@ -1,6 +1,7 @@
 # Regexp's Ruby half (the C half, rb_regexp.c, compiles and matches with
-# httpd's PCRE): MatchData, $~ and $1..$9, and the String methods that take
-# a Regexp (=~, match, match?, sub, gsub, scan, split).
+# PCRE2, from a position with the whole string as context): MatchData, $~
+# and $1..$9, and the String methods that take a Regexp (=~, match, match?,
+# sub, gsub, scan, split).
 class Regexp
   IGNORECASE = 1
   EXTENDED = 2

@@ -1,5 +1,5 @@
 # Regexp's Ruby half (MatchData, $~, the String methods) over a stand-in
-# for the C half that matches literal text only (httpd's PCRE is not here).
+# for the C half that matches literal text only (PCRE2 is not here).
 
 class Regexp
   def initialize(source, options = nil)
