@@ -19,6 +19,8 @@
 
 #include <pcre2.h>
 
+#include "apr_pools.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,21 +47,21 @@ static const mrb_data_type regexp_type = {"Regexp", regexp_free};
  * allocates nothing. PCRE keeps its backtracking frames in it from one
  * match to the next (20 KiB, but as much as a long subject took): its
  * allocations are seen here, and a match data that grew past
- * MM_RE_FRAMES_KEEP is dropped after the match. Owned by an object in a
- * hidden instance variable of Object, freed when the VM closes. */
+ * MM_RE_FRAMES_KEEP is dropped after the match. Kept in the VM
+ * (vm->re_match), made at its first match, freed with the VM's pool. */
 #define MM_RE_GROUPS      16
 #define MM_RE_FRAMES_KEEP (256 * 1024)
 
-typedef struct {
+struct mm_re_match {
     pcre2_general_context *gctx; /* its allocator: malloc, counted */
     pcre2_match_data *md;        /* NULL until a match needs it */
     uint32_t pairs;              /* md's ovector: offset pairs */
     size_t last;                 /* the size of its last allocation */
-} mm_match_t;
+};
 
 static void *match_malloc(PCRE2_SIZE size, void *data)
 {
-    ((mm_match_t *)data)->last = size;
+    ((struct mm_re_match *)data)->last = size;
     return malloc(size);
 }
 
@@ -68,7 +70,7 @@ static void match_release(void *p, void *data)
     free(p);
 }
 
-static void match_drop(mm_match_t *mt)
+static void match_drop(struct mm_re_match *mt)
 {
     pcre2_match_data_free(mt->md);
     mt->md = NULL;
@@ -76,47 +78,39 @@ static void match_drop(mm_match_t *mt)
     mt->last = 0;
 }
 
-static void match_free(mrb_state *mrb, void *p)
+/* After a match: frames grown past MM_RE_FRAMES_KEEP are not kept. */
+static void match_trim(struct mm_re_match *mt)
 {
-    mm_match_t *mt = p;
-
-    if (mt) {
+    if (mt->last > MM_RE_FRAMES_KEEP) {
         match_drop(mt);
-        if (mt->gctx) {
-            pcre2_general_context_free(mt->gctx);
-        }
-        free(mt);
     }
 }
 
-static const mrb_data_type match_type = {"Regexp match data", match_free};
+static apr_status_t match_cleanup(void *p)
+{
+    struct mm_re_match *mt = p;
+
+    pcre2_match_data_free(mt->md);
+    pcre2_general_context_free(mt->gctx);
+    return APR_SUCCESS;
+}
 
 /* The VM's match data, with room for pairs offset pairs. */
-static mm_match_t *match_data(mrb_state *mrb, uint32_t pairs)
+static struct mm_re_match *match_data(mrb_state *mrb, uint32_t pairs)
 {
-    mrb_sym iv = mrb_intern_lit(mrb, "__mm_regexp_match");
-    mrb_value holder = mrb_iv_get(mrb, mrb_obj_value(mrb->object_class), iv);
-    mm_match_t *mt;
+    mm_vm_t *vm = mm_vm_of(mrb);
+    struct mm_re_match *mt = vm->re_match;
 
-    if (mrb_type(holder) == MRB_TT_DATA && DATA_TYPE(holder) == &match_type) {
-        mt = DATA_PTR(holder);
-    } else {
-        /* The object first: it frees what is made below when an
-         * allocation raises. */
-        struct RData *d = mrb_data_object_alloc(mrb, mrb->object_class, NULL, &match_type);
-
-        mt = calloc(1, sizeof *mt);
-        if (mt == NULL) {
-            mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
-        }
-        d->data = mt;
+    if (mt == NULL) {
+        mt = apr_pcalloc(vm->pool, sizeof *mt);
         mt->gctx = pcre2_general_context_create(match_malloc, match_release, mt);
         if (mt->gctx == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
         }
-        mrb_iv_set(mrb, mrb_obj_value(mrb->object_class), iv, mrb_obj_value(d));
+        apr_pool_cleanup_register(vm->pool, mt, match_cleanup, apr_pool_cleanup_null);
+        vm->re_match = mt;
     }
-    if (mt->md && (mt->pairs < pairs || mt->last > MM_RE_FRAMES_KEEP)) {
+    if (mt->md && mt->pairs < pairs) {
         match_drop(mt);
     }
     if (mt->md == NULL) {
@@ -214,7 +208,7 @@ static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
 static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
 {
     pcre2_code *code;
-    mm_match_t *mt;
+    struct mm_re_match *mt;
     mrb_value str, result;
     mrb_int pos, i;
     uint32_t groups = 0, n;
@@ -237,8 +231,8 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
     mt = match_data(mrb, n);
     rc = pcre2_match(code, (PCRE2_SPTR)RSTRING_PTR(str), (PCRE2_SIZE)RSTRING_LEN(str), (PCRE2_SIZE)pos, 0,
                      mt->md, NULL);
-    if (rc < 0 && mt->last > MM_RE_FRAMES_KEEP) {
-        match_drop(mt);
+    if (rc < 0) {
+        match_trim(mt);
     }
     if (rc == PCRE2_ERROR_NOMATCH) {
         return mrb_nil_value();
@@ -270,9 +264,7 @@ static mrb_value regexp_offsets(mrb_state *mrb, mrb_value self)
         mrb_ary_push(mrb, result, mrb_fixnum_value(set ? (mrb_int)ov[2 * i] : -1));
         mrb_ary_push(mrb, result, mrb_fixnum_value(set ? (mrb_int)ov[2 * i + 1] : -1));
     }
-    if (mt->last > MM_RE_FRAMES_KEEP) {
-        match_drop(mt);
-    }
+    match_trim(mt);
     return result;
 }
 
@@ -340,7 +332,6 @@ static void set_last_match(mrb_state *mrb, mrb_value m, mrb_value str, mrb_value
 static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
 {
     mrb_value m = mrb_get_arg1(mrb), str = mrb_nil_value(), off = mrb_nil_value();
-    mm_vm_t *vm = mm_vm_of(mrb);
 
     if (!mrb_nil_p(m)) {
         str = mrb_iv_get(mrb, m, mrb_intern_lit(mrb, "@string"));
@@ -348,9 +339,7 @@ static mrb_value regexp_set_last_match(mrb_state *mrb, mrb_value self)
         if (!mrb_string_p(str) || !mrb_array_p(off)) {
             mrb_raise(mrb, E_TYPE_ERROR, "Regexp.__set_last_match: not a MatchData");
         }
-        if (vm) {
-            vm->last_match = 1;
-        }
+        mm_vm_of(mrb)->last_match = 1;
     }
     set_last_match(mrb, m, str, off);
     return m;

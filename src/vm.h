@@ -48,7 +48,8 @@ struct mm_vm {
     apr_interval_time_t grace; /* after the deadline, before a hard stop */
     int stopped;               /* a script was stopped hard: mruby's state was cut short */
 
-    int last_match; /* $~ was set since the last run ended (mm_regexp_forget) */
+    int last_match;               /* $~ was set since the last run ended (mm_regexp_forget) */
+    struct mm_re_match *re_match; /* Regexp's match data (rb_regexp.c), NULL before a match */
 
     int timed_out;        /* past the deadline: every instruction raises */
     unsigned int ticks;   /* instructions, between clock checks */
