@@ -202,6 +202,29 @@ static mrb_value regexp_init(mrb_state *mrb, mrb_value self)
     return self;
 }
 
+/* dup and clone: mruby copies the instance variables (@source, @options,
+ * the group names), then calls this for what they do not hold, the
+ * compiled pattern. Each copy owns its own, freed with it. */
+static mrb_value regexp_init_copy(mrb_state *mrb, mrb_value self)
+{
+    mrb_value orig = mrb_get_arg1(mrb);
+    pcre2_code *code;
+
+    if (mrb_obj_equal(mrb, self, orig)) {
+        return self;
+    }
+    if (!is_regexp(orig) || DATA_PTR(orig) == NULL) {
+        mrb_raise(mrb, E_TYPE_ERROR, "initialize_copy: not an initialized Regexp");
+    }
+    code = pcre2_code_copy(DATA_PTR(orig));
+    if (code == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
+    }
+    regexp_free(mrb, DATA_PTR(self));
+    mrb_data_init(self, code, &regexp_type);
+    return self;
+}
+
 /* re.__offsets(str, pos) -> nil or [begin0, end0, begin1, end1, ...] (-1
  * for a group that did not take part), byte offsets into str. The match
  * starts at pos with all of str as its subject. */
@@ -362,6 +385,7 @@ void mm_regexp_init(mrb_state *mrb)
     }
     MRB_SET_INSTANCE_TT(re, MRB_TT_DATA);
     mrb_define_method(mrb, re, "initialize", regexp_init, MRB_ARGS_ARG(1, 1));
+    mrb_define_method(mrb, re, "initialize_copy", regexp_init_copy, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, re, "__offsets", regexp_offsets, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, re, "__group_names", regexp_group_names, MRB_ARGS_NONE());
     mrb_define_class_method(mrb, re, "__set_last_match", regexp_set_last_match, MRB_ARGS_REQ(1));

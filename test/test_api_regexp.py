@@ -97,6 +97,19 @@ out << "hello big world".gsub(/\b\w/) { |c| c.upcase }
 out << "a.b".match(/(?<=\.)b/, 2).to_a.inspect
 Apache.rputs out.join("|")
 ''',
+    # dup and clone: a copy has its own compiled pattern, which lives on
+    # after the original is collected
+    "htdocs/copy.mrb": r'''
+out = []
+orig = /(?<word>b+)/i
+copies = [orig.dup, orig.clone, Regexp.new(orig)]
+copies.each { |re| out << re.match("aBBc")[:word] << re.source << re.casefold?.to_s }
+orig = nil
+GC.start
+copies.each { |re| out << "xbx".gsub(re.dup, "-") }
+out << (copies[0] == copies[1]).to_s
+Apache.rputs out.join("|")
+''',
     "htdocs/cached.mrb": r'''
 $cached_re ||= Regexp.new("^/cached.mrb")
 Apache.rputs $cached_re.match?(Apache::Request.new.uri).to_s
@@ -176,6 +189,15 @@ def test_matching_from_a_position_sees_the_text_before_it(server):
         "Hello Big World",
         '["b"]',
     ]
+
+
+def test_dup_and_clone(server):
+    """A Regexp's dup and clone match as the original does (mruby copies its
+    instance variables but not the compiled pattern, so a copy used to say
+    "uninitialized Regexp"), and keep working once the original is gone."""
+    r = server.get("/copy.mrb")
+    assert r.status == 200, server.error_log()[-2000:]
+    assert r.text.split("|") == ["BB", "(?<word>b+)", "true"] * 3 + ["x-x"] * 3 + ["true"]
 
 
 def test_regexp_kept_across_requests(server):
