@@ -67,8 +67,8 @@ static mrb_value describe(mrb_state *mrb, void *ud)
     return mrb_nil_value();
 }
 
-void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_rec *s, const char *phase,
-                            const char *script)
+void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_rec *s, int level,
+                            const char *phase, const char *script)
 {
     mrb_state *mrb = vm->mrb;
     apr_pool_t *tmp = NULL;
@@ -98,11 +98,11 @@ void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_r
         t.where = script;
     }
     if (r) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+        ap_log_rerror(APLOG_MARK, level, 0, r,
                       MM_LOGNO(00030) "%s script %s raised %s at %s: %s [backtrace: %s]", phase, script,
                       t.cls, t.where, t.message, t.backtrace ? t.backtrace : "none");
     } else {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+        ap_log_error(APLOG_MARK, level, 0, s,
                      MM_LOGNO(00031) "%s script %s raised %s at %s: %s [backtrace: %s]", phase, script, t.cls,
                      t.where, t.message, t.backtrace ? t.backtrace : "none");
     }

@@ -442,6 +442,18 @@ static int disarm_timeout(mm_run_t *run, const mm_timer_t *saved)
     return timed_out;
 }
 
+/* An Apache::HTTPError out of a script whose request body httpd refused
+ * (an input filter's refusal, a chunked body over LimitRequestBody) tells
+ * of what was logged where it happened, and answered already: no fault of
+ * the script, so not an error entry. Any other exception is. */
+static int exception_level(mm_run_t *run, mrb_value exc)
+{
+    if (run->forced == AP_FILTER_ERROR && mm_binding_exception_status(run->vm->mrb, exc)) {
+        return APLOG_INFO;
+    }
+    return APLOG_ERR;
+}
+
 static int is_sleeping(mm_run_t *run)
 {
     return !mrb_nil_p(run->fiber) && mrb_test(mrb_fiber_alive_p(run->vm->mrb, run->fiber));
@@ -473,7 +485,8 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         if (raised) {
             int result;
 
-            mm_error_log_exception(run->vm, exc, run->r, run->s, run->kind->stem, run->script);
+            mm_error_log_exception(run->vm, exc, run->r, run->s, exception_level(run, exc), run->kind->stem,
+                                   run->script);
             if (run->vm->stopped) {
                 /* Its fiber, if any, is abandoned mid-run: back to the root
                  * context; the VM is replaced before its next request. */

@@ -162,7 +162,7 @@ mm_vm_t *mm_vm_create(server_rec *s)
     ai = mrb_gc_arena_save(mrb);
     exc = mrb_protect_error(mrb, init_body, NULL, &raised);
     if (raised) {
-        mm_error_log_exception(vm, exc, NULL, s, "VM setup", "mod_mruby");
+        mm_error_log_exception(vm, exc, NULL, s, APLOG_ERR, "VM setup", "mod_mruby");
         mrb_gc_arena_restore(mrb, ai);
         mm_vm_close(vm);
         return NULL;

@@ -48,6 +48,18 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
     SetInputFilter mruby
     mrubyInputFilterCode "raise 'input filter bug'"
 </Location>
+<Location /raise-under-handler>
+    SetInputFilter mruby
+    mrubyInputFilterCode "raise 'filter bug under a handler'"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'got: ' + Apache::Request.new.body.to_s"
+</Location>
+<Location /refuse-under-handler>
+    SetInputFilter mruby
+    mrubyInputFilterCode "Apache::Filter.new.error_create 403"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'got: ' + Apache::Request.new.body.to_s"
+</Location>
 <Location /no-script>
     SetHandler reflector
     SetInputFilter mruby
@@ -196,6 +208,28 @@ def test_exception_refuses_the_body_with_500(front):
     assert r.status == 500
     assert b"data" not in r.body
     front.wait_log(r"MRB00030: InputFilter script .*httpd\.conf:\d+ raised RuntimeError .*input filter bug")
+
+
+def test_refusal_under_a_handler_is_one_error_entry(front):
+    """A handler reading the body of a request its input filter refused
+    stops with the Apache::HTTPError Request#body raises: the client has
+    its answer already and the refusal (or the filter's exception) is
+    logged where it happened, so the handler's entry is at info level,
+    not a second error."""
+    handler = (r"\[mruby:%s\].*MRB00030: Handler script .*httpd\.conf:\d+ raised Apache::HTTPError "
+               r".*httpd refused the request body")
+    before = len(front.log_lines(handler % "info"))
+    r = front.request("POST", "/raise-under-handler", body=b"data")
+    assert (r.status, b"got" in r.body) == (500, False)
+    front.wait_log(r"\[mruby:error\].*MRB00030: InputFilter script .* raised RuntimeError .*filter bug under a handler")
+    r = front.request("POST", "/refuse-under-handler", body=b"data")
+    assert (r.status, b"got" in r.body) == (403, False)
+    front.wait_log(r"MRB00521: input filter mruby .* refused the request body of /refuse-under-handler with 403")
+    deadline = time.time() + 10
+    while len(front.log_lines(handler % "info")) < before + 2 and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(front.log_lines(handler % "info")) == before + 2, front.error_log()[-3000:]
+    assert front.log_lines(handler % "error") == []
 
 
 def test_mod_proxy_forwards_the_rewritten_body(front):
