@@ -175,6 +175,23 @@ def test_rack_env_without_query(server):
     assert env_of(server, "/rack_env")["QUERY_STRING"] == '""'
 
 
+def raw_env(server, request):
+    r = server.raw(request)
+    assert r.status == 200, server.error_log()[-3000:]
+    return dict(line.split("\t", 1) for line in r.text.splitlines())
+
+
+def test_rack_env_leaves_out_header_names_that_are_not_cgi_names(server):
+    # "Content_Length" must not pass for CONTENT_LENGTH, nor "X_Forwarded_For"
+    # join X-Forwarded-For (httpd leaves such names out of CGI variables too)
+    e = raw_env(server, b"GET /rack_env HTTP/1.1\r\nHost: h\r\nContent_Length: 99\r\n"
+                        b"Content_Type: evil\r\nX_Forwarded_For: 6.6.6.6\r\n"
+                        b"X-Forwarded-For: 10.0.0.1\r\nX.Dot: 1\r\nConnection: close\r\n\r\n")
+    assert "CONTENT_LENGTH" not in e and "CONTENT_TYPE" not in e
+    assert e["HTTP_X_FORWARDED_FOR"] == '"10.0.0.1"'
+    assert not [k for k in e if k.startswith("HTTP_X") and k != "HTTP_X_FORWARDED_FOR"]
+
+
 def test_rack_input_is_rewindable(server):
     data = b"line one\nline two\nend"
     r = server.request("POST", "/rack_input", body=data)

@@ -60,6 +60,11 @@ class Apache
         "server.version" => Apache.server_version,
       }
       r.headers_in.to_a.each do |name, value|
+        # As httpd does for CGI: a name with another byte than a letter, a
+        # digit or '-' is left out, or "Content_Length" would be taken for
+        # CONTENT_LENGTH and "X_Forwarded_For" would join the variable of
+        # X-Forwarded-For.
+        next unless env_name?(name)
         key = name.upcase.tr("-", "_")
         key = "HTTP_" + key unless key == "CONTENT_TYPE" || key == "CONTENT_LENGTH"
         if env.key?(key)
@@ -69,6 +74,13 @@ class Apache
         end
       end
       env
+    end
+
+    def self.env_name?(name)
+      name.each_byte do |b|
+        return false unless (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45
+      end
+      true
     end
 
     # [[name, value], ...] from a Hash or an Array of pairs; a value may be
