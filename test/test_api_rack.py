@@ -192,6 +192,13 @@ def test_rack_env_leaves_out_header_names_that_are_not_cgi_names(server):
     assert not [k for k in e if k.startswith("HTTP_X") and k != "HTTP_X_FORWARDED_FOR"]
 
 
+def test_rack_env_server_name_without_a_host_header(server):
+    # HTTP/1.0 without Host: SERVER_NAME is the server's name, never ""
+    e = raw_env(server, b"GET /rack_env HTTP/1.0\r\n\r\n")
+    assert e["SERVER_NAME"] == '"127.0.0.1"'
+    assert "HTTP_HOST" not in e
+
+
 def test_rack_input_is_rewindable(server):
     data = b"line one\nline two\nend"
     r = server.request("POST", "/rack_input", body=data)

@@ -42,7 +42,9 @@ class Apache
         "PATH_INFO" => r.uri.to_s,
         "QUERY_STRING" => r.args.to_s,
         "REQUEST_URI" => r.unparsed_uri.to_s,
-        "SERVER_NAME" => r.hostname.to_s,
+        # A request without a Host header (HTTP/1.0) has no hostname: the
+        # server's name then, as Rack's SERVER_NAME is never empty.
+        "SERVER_NAME" => (r.hostname || r.server.hostname).to_s,
         "SERVER_PORT" => c.local_port.to_s,
         "SERVER_ADDR" => c.local_ip.to_s,
         "SERVER_PROTOCOL" => r.protocol.to_s,
