@@ -352,19 +352,6 @@ static apr_status_t replay_in(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
     return ap_get_brigade(f->next, bb, mode, block, readbytes);
 }
 
-ap_filter_t *mm_body_replay_filter(request_rec *r, mm_body_t *b)
-{
-    ap_filter_t *f = apr_pcalloc(r->pool, sizeof *f);
-    mm_replay_t *ctx = apr_pcalloc(r->pool, sizeof *ctx);
-
-    ctx->body = b;
-    f->frec = replay_frec;
-    f->ctx = ctx;
-    f->r = r;
-    f->c = r->connection;
-    return f;
-}
-
 /* An internally redirected request gets a fresh input chain: give it the
  * kept bytes too. */
 static void insert_replay(request_rec *r)

@@ -37,10 +37,6 @@ apr_size_t mm_body_copy(const mm_body_t *b, apr_off_t pos, char *dst, apr_size_t
 /* The position of the first c at or after from in the kept bytes, or -1. */
 apr_off_t mm_body_find(const mm_body_t *b, apr_off_t from, char c);
 
-/* A filter, outside any chain, that serves the kept body from its start
- * (for httpd's own parsers, e.g. ap_parse_form_data). */
-ap_filter_t *mm_body_replay_filter(request_rec *r, mm_body_t *b);
-
 /* Registers the replay filter and the hook that puts it on internally
  * redirected requests (from register_hooks). */
 void mm_body_register_hooks(apr_pool_t *p);

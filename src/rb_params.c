@@ -1,10 +1,11 @@
-/* rb_params.c: the parsing Request#query_params and #form_params rely on,
- * done by httpd's own parsers: ap_args_to_table for the query string,
- * ap_parse_form_data for an urlencoded body (read from the kept body, so it
- * stays available to others). Each returns [[name, value], ...] and
- * whether input was dropped (mrubyFormFieldsLimit); the Ruby half
- * (mrblib/params.rb) makes Apache::Params of them and parses multipart. */
+/* rb_params.c: the parsing Request#query_params and #form_params rely on:
+ * httpd's ap_args_to_table for the query string, our own parser for an
+ * urlencoded body (over the kept body, so it stays available to others).
+ * Each returns [[name, value], ...] and whether input was dropped
+ * (mrubyFormFieldsLimit); the Ruby half (mrblib/params.rb) makes
+ * Apache::Params of them and parses multipart. */
 
+#include "apr_lib.h"
 #include "apr_strings.h"
 #include "httpd.h"
 #include "http_config.h"
@@ -14,10 +15,10 @@
 #include <mruby/array.h>
 #include <mruby/string.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "binding.h"
-#include "body.h"
 #include "config.h"
 #include "mod_mruby.h"
 
@@ -95,39 +96,71 @@ static mrb_value request_query_pairs(mrb_state *mrb, mrb_value self)
     return pairs_result(mrb, p.pairs, p.truncated);
 }
 
-/* An application/x-www-form-urlencoded body (the caller checked the type:
- * ap_parse_form_data discards any other body). */
+/* A field's name or value of a form: '+' is a space and %XX a byte. A '%'
+ * not followed by two hex digits is kept as it is, as in the query string
+ * (ap_unescape_url): httpd's form parser took the next two bytes whatever
+ * they were, so "a=50%&b=1" lost the field b into a garbage byte. */
+static mrb_value form_decode(mrb_state *mrb, const char *s, size_t len)
+{
+    mrb_value out = mrb_str_new(mrb, NULL, (mrb_int)len);
+    char *o = RSTRING_PTR(out);
+    size_t i, n = 0;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] == '+') {
+            o[n++] = ' ';
+        } else if (s[i] == '%' && i + 2 < len && apr_isxdigit(s[i + 1]) && apr_isxdigit(s[i + 2])) {
+            char hex[3] = {s[i + 1], s[i + 2], '\0'};
+
+            o[n++] = (char)strtol(hex, NULL, 16);
+            i += 2;
+        } else {
+            o[n++] = s[i];
+        }
+    }
+    RSTR_SET_LEN(mrb_str_ptr(out), n);
+    return out;
+}
+
+/* An application/x-www-form-urlencoded body (the caller checked the type),
+ * from the kept body: fields separated by '&', names and values binary-safe
+ * (NUL included), every value kept; a field without '=' is skipped, as
+ * httpd's ap_parse_form_data did. */
 static mrb_value request_form_pairs(mrb_state *mrb, mrb_value self)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
     mrb_value body = mrb_funcall(mrb, self, "body", 0); /* keeps it all, or raises */
-    mm_body_t *b = mm_body_of(r);
-    apr_array_header_t *pairs;
-    int limit = fields_limit(r), rv, i;
     mrb_value result = mrb_ary_new(mrb);
+    int left = fields_limit(r), truncated = 0;
+    const char *s, *end;
 
-    if (mrb_nil_p(body)) {
+    if (!mrb_string_p(body)) {
         return pairs_result(mrb, result, 0);
     }
-    rv = ap_parse_form_data(r, mm_body_replay_filter(r, b), &pairs, (apr_size_t)limit,
-                            (apr_size_t)mm_body_kept(b) + 1);
-    for (i = 0; i < pairs->nelts; i++) {
-        ap_form_pair_t *pair = &APR_ARRAY_IDX(pairs, i, ap_form_pair_t);
-        apr_off_t len = 0;
-        mrb_value kv[2];
-        apr_size_t n;
-        int ai = mrb_gc_arena_save(mrb);
+    s = RSTRING_PTR(body);
+    end = s + RSTRING_LEN(body);
+    while (s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(s, '=', (size_t)(stop - s));
 
-        apr_brigade_length(pair->value, 1, &len);
-        kv[0] = mrb_str_new_cstr(mrb, pair->name);
-        kv[1] = mrb_str_new(mrb, NULL, (mrb_int)len);
-        n = (apr_size_t)len;
-        apr_brigade_flatten(pair->value, RSTRING_PTR(kv[1]), &n);
-        RSTR_SET_LEN(mrb_str_ptr(kv[1]), n);
-        mrb_ary_push(mrb, result, mrb_ary_new_from_values(mrb, 2, kv));
-        mrb_gc_arena_restore(mrb, ai);
+        if (eq) {
+            mrb_value kv[2];
+            int ai;
+
+            if (left-- <= 0) {
+                truncated = 1;
+                break;
+            }
+            ai = mrb_gc_arena_save(mrb); /* each pair is kept by result */
+            kv[0] = form_decode(mrb, s, (size_t)(eq - s));
+            kv[1] = form_decode(mrb, eq + 1, (size_t)(stop - eq - 1));
+            mrb_ary_push(mrb, result, mrb_ary_new_from_values(mrb, 2, kv));
+            mrb_gc_arena_restore(mrb, ai);
+        }
+        s = amp ? amp + 1 : end;
     }
-    return pairs_result(mrb, result, rv != OK);
+    return pairs_result(mrb, result, truncated);
 }
 
 static mrb_value request_fields_limit(mrb_state *mrb, mrb_value self)

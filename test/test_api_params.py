@@ -88,6 +88,20 @@ def test_urlencoded_form(server):
     assert out[2] == "34"  # the body is still there
 
 
+def test_urlencoded_form_keeps_a_percent_sign_that_is_no_escape(server):
+    # a '%' without two hex digits after it stays as it is (as in the query
+    # string) instead of taking the next bytes: "50%&b=1" kept the field b
+    r = server.request("POST", "/form.mrb", body=b"a=50%&b=1&c=%zz&d=%4&e%=2&f=%2B%", headers=URLENC)
+    assert r.status == 200, server.error_log()[-2000:]
+    assert r.text.splitlines()[0] == (
+        'a="50%" b="1" c="%zz" d="%4" e%="2" f="+%" truncated=false')
+
+
+def test_urlencoded_form_names_are_binary_safe(server):
+    r = server.request("POST", "/form.mrb", body=b"k%00x=v&flag&=e", headers=URLENC)
+    assert r.text.splitlines()[0] == '="e" k\x00x="v" truncated=false'
+
+
 def test_urlencoded_form_limit(server):
     r = server.request("POST", "/few/form.mrb", body=b"a=1&b=2&c=3&d=4", headers=URLENC)
     assert r.text == 'a="1" b="2" truncated=true'
