@@ -237,7 +237,7 @@ char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, con
     char *val = mm_binding_pstr(mrb, pool, str, what);
 
     if (!mm_parse_header_value_ok(val, strlen(val))) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s must not contain CR or LF", what);
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s must not contain CR, LF or other control characters", what);
     }
     return val;
 }

@@ -64,7 +64,8 @@ mm_run_t *mm_binding_unwrap_run(mrb_state *mrb, mrb_value self, unsigned int *ta
 /* A Ruby String copied into pool as a C string; raises TypeError for a
  * non-String and ArgumentError for an embedded NUL. */
 char *mm_binding_pstr(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what);
-/* The same, also refusing CR and LF (values that end up in a header). */
+/* The same, also refusing CR, LF and the other control characters but HTAB
+ * (values that end up in a header). */
 char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, const char *what);
 
 /* Raises Apache::HTTPError: if the script does not rescue it, the phase

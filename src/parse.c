@@ -74,8 +74,13 @@ int mm_parse_header_value_ok(const char *s, size_t len)
 {
     size_t i;
 
+    /* httpd itself refuses the whole response (500) when a value of it has
+     * any control character but HTAB: refused here, the script learns it
+     * where it set the value. */
     for (i = 0; i < len; i++) {
-        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0') {
+        unsigned char c = (unsigned char)s[i];
+
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
             return 0;
         }
     }

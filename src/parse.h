@@ -21,8 +21,9 @@ mm_parse_e mm_parse_size(const char *arg, apr_uint64_t min, apr_uint64_t max, ap
 /* A header name: a token of RFC 9110 (not empty). */
 int mm_parse_header_name_ok(const char *s);
 
-/* A header value of len bytes: no CR, LF or NUL, which would end the
- * header line or the C string. */
+/* A header value of len bytes: no control character but HTAB (CR, LF and
+ * NUL would end the header line or the C string; httpd refuses a response
+ * with any other). */
 int mm_parse_header_value_ok(const char *s, size_t len);
 
 #endif

@@ -112,7 +112,8 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
     }
     value = mm_binding_pstr(mrb, r->pool, val, "a table value");
     if (k->is_header && !mm_parse_header_value_ok(value, strlen(value))) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: header value must not contain CR or LF", k->cls);
+        mrb_raisef(mrb, E_ARGUMENT_ERROR,
+                   "Apache::%s: header value must not contain CR, LF or other control characters", k->cls);
     }
     /* Each Set-Cookie is a header of its own: adding, not replacing. */
     if (add || (k->is_header && strcasecmp(name, "Set-Cookie") == 0)) {

@@ -219,7 +219,7 @@ def test_invalid_responses_are_500_and_logged(server):
                           ("headers", "must be a Hash or an Array"),
                           ("body", "does not respond to each"),
                           ("chunk", "yielded a Symbol"),
-                          ("crlf", "must not contain CR or LF"),
+                          ("crlf", "must not contain CR, LF"),
                           ("raise", "app failed")):
         r = server.get("/rack_bad?" + kind)
         assert r.status == 500, kind
