@@ -143,6 +143,21 @@ def test_multipart_form(server):
     assert out[2] == str(len(body))
 
 
+def test_multipart_keeps_backslashes_of_names_and_file_names(server):
+    # browsers send them unescaped (a Windows path as the file name); only
+    # \" and \\ are escapes in a quoted string
+    body, headers = multipart([
+        (b'Content-Disposition: form-data; name="up"; filename="C:\\dir\\f.txt"', b"data"),
+        (b'Content-Disposition: form-data; name="a\\b"', b"v"),
+        (b'Content-Disposition: form-data; name="q\\"x"', b"w"),
+    ])
+    r = server.request("POST", "/form.mrb", body=body, headers=headers)
+    assert r.status == 200, server.error_log()[-2000:]
+    # (the file's summary is inspected: its backslashes are doubled)
+    assert r.text.splitlines()[0] == ('a\\b="v" q"x="w" up="file(C:\\\\dir\\\\f.txt,,4,\\"data\\")" '
+                                      'truncated=false')
+
+
 def test_multipart_limits_and_truncation(server):
     body, headers = multipart([(b'Content-Disposition: form-data; name="f%d"' % i, b"v") for i in range(5)])
     r = server.request("POST", "/few/form.mrb", body=body, headers=headers)

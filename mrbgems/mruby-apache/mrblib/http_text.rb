@@ -21,7 +21,10 @@ class Apache
 
     # Parameters of a header value: 'form-data; name="a"; filename="b"' ->
     # {"name" => "a", "filename" => "b"} (names downcased, quoted strings
-    # unquoted; the first of a repeated name wins).
+    # unquoted; the first of a repeated name wins). In a quoted string a
+    # backslash escapes only a quote or another backslash: browsers send
+    # names and file names with their backslashes as they are (a Windows
+    # path C:\dir\f.txt), and those must arrive whole.
     def self.params(value)
       out = {}
       i = value.index(";")
@@ -42,7 +45,7 @@ class Apache
           v = ""
           i += 1
           while i < n && value[i] != '"'
-            i += 1 if value[i] == "\\" && i + 1 < n
+            i += 1 if value[i] == "\\" && (value[i + 1] == '"' || value[i + 1] == "\\")
             v << value[i]
             i += 1
           end

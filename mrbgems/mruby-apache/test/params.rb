@@ -47,3 +47,10 @@ assert('Cookie.build and its checks') do
   assert_raise(ArgumentError) { Apache::Cookie.build("n", "v", samesite: "often") }
   assert_raise(ArgumentError) { Apache::Cookie.build("n", "v", color: "blue") }
 end
+
+assert('HTTPText.params: a backslash escapes only a quote or a backslash') do
+  h = Apache::HTTPText.params('form-data; name="a\\b"; filename="C:\\dir\\f.txt"; x="q\\"\\\\"')
+  assert_equal "a\\b", h["name"]
+  assert_equal "C:\\dir\\f.txt", h["filename"]
+  assert_equal "q\"\\", h["x"]
+end
