@@ -111,6 +111,11 @@ static mrb_value input_read(mrb_state *mrb, mrb_value self)
     mrb_int n;
 
     mrb_get_args(mrb, "|oo", &len, &buf);
+    /* as IO#read: a buffer that is not a String is a mistake, not "no buffer" */
+    if (!mrb_nil_p(buf) && !mrb_string_p(buf)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "Apache::Input#read: the buffer must be a String, not %s",
+                   mrb_obj_classname(mrb, buf));
+    }
     if (mrb_nil_p(len)) {
         str = take(mrb, r, MM_OFF_MAX, 0);
     } else {

@@ -79,6 +79,8 @@ FILES = {
         'input.rewind\n'
         'out << "|" + input.read(2**62 + 5).to_s\n'
         'begin; input.read(-1); rescue ArgumentError; out << "|negative"; end\n'
+        'input.rewind\n'
+        'begin; input.read(1, 5); rescue TypeError; out << "|buffer"; end\n'
         'Apache.rputs out\n'
     ),
     "htdocs/then_proxy.mrb": (
@@ -178,7 +180,8 @@ def test_gets(server):
 
 def test_read_n_with_buffer(server):
     r = server.request("POST", "/read_n.mrb", body=b"abcdefgh")
-    assert r.body == b'abc|def|gh|""nil|abcdefgh|negative'
+    # a buffer that is not a String is a TypeError, as for IO#read
+    assert r.body == b'abc|def|gh|""nil|abcdefgh|negative|buffer'
 
 
 def test_proxy_after_body_read_gets_whole_body(server, backend):
