@@ -47,9 +47,10 @@ FILES = {
         'r.set_cookie "sid", "abc123", path: "/", httponly: true, secure: true, samesite: "lax", max_age: 60\n'
         'r.set_cookie "plain", "v"\n'
         'r.set_cookie "old", "x", expires: Time.at(0)\n'
+        'r.set_cookie "none", "y", nil\n'
         'out = []\n'
         '[["bad name", "v", {}], ["n", "a;b", {}], ["n", "v", {path: "/a\\r\\nX: y"}], ["n", "v", {bogus: 1}],'
-        ' ["n", "v", {samesite: "sometimes"}]].each do |n, v, a|\n'
+        ' ["n", "v", {samesite: "sometimes"}], ["n", "v", "path=/"], ["n", "v", [[:path, "/"]]]].each do |n, v, a|\n'
         '  begin; r.set_cookie(n, v, a); out << "accepted"; rescue ArgumentError; out << "refused"; end\n'
         'end\n'
         'Apache.rputs out.uniq.join(",")\n'
@@ -199,6 +200,7 @@ def test_set_cookie(server):
         "sid=abc123; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=60",
         "plain=v",
         "old=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+        "none=y",
     ]
 
 

@@ -41,6 +41,8 @@ class Apache
       value = value.to_s
       raise ArgumentError, "cookie name #{name.inspect} is not a token" unless HTTPText.token?(name)
       raise ArgumentError, "cookie value for #{name} has characters a cookie cannot hold" unless value?(value)
+      attrs ||= {}
+      raise ArgumentError, "cookie attributes must be a Hash, not #{attrs.class}" unless attrs.is_a?(Hash)
       out = "#{name}=#{value}"
       attrs.each do |key, v|
         k = key.to_s.downcase.tr("-", "_")
