@@ -65,7 +65,7 @@ static const mm_field_t fields[] = {
     MM_FIELD(filename, 0, NULL),
     MM_FIELD(canonical_filename, N, NULL),
     MM_FIELD(path_info, N, NULL),
-    MM_FIELD(args, N, NULL),
+    MM_FIELD(args, N | L, NULL), /* a query string, still encoded: a control byte is never one */
     MM_FIELD(content_type, N | L, assign_content_type),
     MM_FIELD(handler, N | L, NULL),
     MM_FIELD(content_encoding, N | L, NULL),

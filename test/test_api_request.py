@@ -136,7 +136,7 @@ FILES = {
         '%w[uri filename the_request].each do |f|\n'
         '  begin; r.send("#{f}=", nil); out << :accepted; rescue ArgumentError; out << true; end\n'
         'end\n'
-        '%w[content_encoding status_line user handler].each do |f|\n'
+        '%w[content_encoding status_line user handler args].each do |f|\n'
         '  begin; r.send("#{f}=", "a\\r\\nX-Evil: 1"); out << :accepted; rescue ArgumentError; out << true; end\n'
         'end\n'
         'begin; r.filename = "a\\0b"; out << :accepted; rescue ArgumentError; out << true; end\n'
