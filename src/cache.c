@@ -476,7 +476,11 @@ apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_si
     if (rv == APR_SUCCESS) {
         n += by;
         vlen = (apr_size_t)apr_snprintf(text, sizeof text, "%" APR_INT64_T_FMT, n);
-        rv = mm_cache_set(c, s, key, klen, text, vlen, ttl, p);
+        /* A max-value below 20 bytes cannot hold every 64-bit number: a
+         * longer one would be stored, but no read could take it back
+         * (shmcb answers that there is no entry, the others fail), and the
+         * next incr would start again from 0. The entry stays as it was. */
+        rv = vlen > c->max_value ? MM_CACHE_ETOOLONG : mm_cache_set(c, s, key, klen, text, vlen, ttl, p);
     }
     mm_cache_unlock(c);
     *result = n;
@@ -490,6 +494,11 @@ const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, a
         return "the value is not a decimal integer";
     case MM_CACHE_EOVERFLOW:
         return "the sum does not fit in 64 bits";
+    case MM_CACHE_ETOOLONG:
+        apr_snprintf(buf, size,
+                     "the sum has more digits than the cache's max-value (%" APR_SIZE_T_FMT " bytes)",
+                     c->max_value);
+        return buf;
     case APR_ENOSPC:
         return "no room for the entry (shmcb: key and value must fit in one of its subcaches)";
     case APR_ENOMEM:

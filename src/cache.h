@@ -68,7 +68,8 @@ apr_status_t mm_cache_remove(mm_cache_t *c, server_rec *s, const char *key, apr_
 /* incr: adds by to the decimal integer stored at key (0 when absent) under
  * the cache's lock and stores the sum with ttl. MM_CACHE_ENOTINT when the
  * value is not a decimal integer, MM_CACHE_EOVERFLOW when the sum does not
- * fit in 64 bits. */
+ * fit in 64 bits, MM_CACHE_ETOOLONG when its decimal text is longer than
+ * the cache's max-value (nothing is stored then). */
 apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_int64_t by,
                            apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result);
 
@@ -82,6 +83,7 @@ apr_status_t mm_cache_unlock(mm_cache_t *c);
 /* Statuses of our own (beside APR's and the providers'). */
 #define MM_CACHE_ENOTINT   (APR_OS_START_USERERR + 901) /* incr: the value is not an integer */
 #define MM_CACHE_EOVERFLOW (APR_OS_START_USERERR + 902) /* incr: the sum does not fit */
+#define MM_CACHE_ETOOLONG  (APR_OS_START_USERERR + 903) /* incr: the sum's text exceeds max-value */
 
 /* Text for a status of the operations above, in buf. */
 const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, apr_size_t size);

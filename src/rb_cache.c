@@ -143,7 +143,7 @@ static void op_end(mrb_state *mrb, mm_op_t *op, apr_status_t rv)
     if (rv == MM_CACHE_ENOTINT) {
         mrb_raisef(mrb, E_TYPE_ERROR, "Apache::Cache#%s: %s", op->what, why);
     }
-    if (rv == MM_CACHE_EOVERFLOW) {
+    if (rv == MM_CACHE_EOVERFLOW || rv == MM_CACHE_ETOOLONG) {
         mrb_raisef(mrb, E_RANGE_ERROR, "Apache::Cache#%s: %s", op->what, why);
     }
     mrb_raisef(mrb, error_class(mrb), "cache '%s': %s failed: %s", mm_cache_name(op->c), op->what, why);

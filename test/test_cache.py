@@ -35,7 +35,10 @@ begin
   when "/c/set" then c.set(k, value, ttl: ttl).bytesize.to_s
   when "/c/get" then v = c[k]; v.nil? ? "nil" : "=" + v
   when "/c/delete" then c.delete(k).to_s
-  when "/c/incr" then n = nil; (q["n"] || "1").to_i.times { n = c.incr(k, ttl: ttl) }; "#{n} #{pid}"
+  when "/c/incr"
+    n = nil
+    (q["n"] || "1").to_i.times { n = c.incr(k, (q["by"] || "1").to_i, ttl: ttl) }
+    "#{n} #{pid}"
   when "/c/add_under_lock"
     # A read-modify-write that only synchronize makes exact.
     (q["n"] || "1").to_i.times { c.synchronize(k) { c[k] = (c[k].to_i + 1).to_s } }
@@ -44,6 +47,9 @@ begin
   Apache.rputs out
 rescue Apache::Cache::Error => e
   r.status = 503
+  Apache.rputs "#{e.class}: #{e.message}"
+rescue RangeError, TypeError => e
+  r.status = 422
   Apache.rputs "#{e.class}: #{e.message}"
 end
 '''
@@ -163,6 +169,9 @@ mrubyCache rd %s
 mrubyCache mcdown memcache:127.0.0.1:%d
 mrubyCache rddown redis:127.0.0.1:%d
 mrubyCache tiny shmcb max-value=100
+mrubyCache ctr shmcb max-value=3
+mrubyCache mcctr %s max-value=3
+mrubyCache rdctr %s max-value=3
 mrubyCache big shmcb max-value=64M
 <Location /bigread>
     SetHandler mruby-native-script
@@ -200,7 +209,7 @@ mrubyCache pages shmcb:pages.cache(16777216) max-value=100000
         mrubyHandlerCode "Apache.rputs Apache::Cache.named('mc')['shared'].to_s"
     </Location>
 </VirtualHost>
-""" % (mc.spec, rd.spec, down_port, down_port, script_locations())
+""" % (mc.spec, rd.spec, down_port, down_port, mc.spec, rd.spec, script_locations())
 
 
 def new_cache_httpd(name, mpm, mc, rd, make=Httpd):
@@ -285,6 +294,25 @@ def test_value_larger_than_max_value_or_a_shmcb_subcache(server):
     assert r.status == 503
     assert "Apache::Cache::Error: cache 'default': set failed: no room for the entry" in r.text
     assert server.get("/ok").text == "still answering"
+
+
+@pytest.mark.parametrize("cache", ("ctr", "mcctr", "rdctr"))
+def test_incr_refuses_a_sum_longer_than_max_value(server, cache):
+    """max-value=3 holds counters up to 999: incr past it raises RangeError
+    and leaves the entry readable, instead of storing "1000", which no read
+    can take back (shmcb then sees no entry and counts again from 0)."""
+    key = "ctr-%s" % server.mpm
+    assert server.get("/c/set?cache=%s&key=%s&value=998" % (cache, key)).text == "3"
+    assert server.get("/c/incr?cache=%s&key=%s" % (cache, key)).text.split()[0] == "999"
+    r = server.get("/c/incr?cache=%s&key=%s" % (cache, key))
+    assert (r.status, r.text) == (422, "RangeError: Apache::Cache#incr: the sum has more digits "
+                                       "than the cache's max-value (3 bytes)")
+    assert server.get("/c/get?cache=%s&key=%s" % (cache, key)).text == "=999"
+    # Negative sums need their sign too: -99 fits, -100 does not.
+    assert server.get("/c/set?cache=%s&key=%s&value=-98" % (cache, key)).text == "3"
+    assert server.get("/c/incr?cache=%s&key=%s&by=-1" % (cache, key)).text.split()[0] == "-99"
+    assert server.get("/c/incr?cache=%s&key=%s&by=-1" % (cache, key)).status == 422
+    assert server.get("/c/get?cache=%s&key=%s" % (cache, key)).text == "=-99"
 
 
 def run_concurrently(server, path, requests, clients, headers=None):
