@@ -218,19 +218,24 @@ static mrb_value cache_delete(mrb_state *mrb, mrb_value self)
 /* __incr(key, by, ttl): the new value, as an Integer. */
 static mrb_value cache_incr(mrb_state *mrb, mrb_value self)
 {
-    mrb_value key, ttl;
-    mrb_int by;
+    mrb_value key, by, ttl;
     apr_size_t klen;
     const char *k;
     apr_interval_time_t life;
     apr_int64_t n = 0;
     mm_op_t op;
 
-    mrb_get_args(mrb, "oio", &key, &by, &ttl);
+    mrb_get_args(mrb, "ooo", &key, &by, &ttl);
+    /* An Integer only: a Float would be truncated (incr by 1.9 adds 1),
+     * and decr negates only an Integer, so decr by 1.5 would add 1. */
+    if (!mrb_integer_p(by)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "the amount to add must be an Integer, not %s",
+                   mrb_obj_classname(mrb, by));
+    }
     k = key_of(mrb, key, &klen);
     life = ttl_of(mrb, ttl);
     op_begin(mrb, self, "incr", &op);
-    op_end(mrb, &op, mm_cache_incr(op.c, op.s, k, klen, (apr_int64_t)by, life, op.p, &n));
+    op_end(mrb, &op, mm_cache_incr(op.c, op.s, k, klen, (apr_int64_t)mrb_integer(by), life, op.p, &n));
     return mrb_int_value(mrb, (mrb_int)n);
 }
 

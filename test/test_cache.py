@@ -105,6 +105,9 @@ check.call("fetch_keyerror", (begin; c.fetch("nothing-here"); false; rescue KeyE
 c.delete("n")
 check.call("incr", c.incr("n") == 1 && c.incr("n", 41) == 42 && c.decr("n", 2) == 40 && c["n"] == "40")
 check.call("incr_negative", c.incr("n", -50) == -10 && c["n"] == "-10")
+# by must be an Integer: a Float was truncated, and decr(k, 1.5) added 1.
+check.call("incr_float", (begin; c.incr("n", 1.9); false; rescue TypeError; true; end) &&
+                         (begin; c.decr("n", 1.5); false; rescue TypeError; true; end) && c["n"] == "-10")
 c["text"] = "abc"
 check.call("incr_notint", (begin; c.incr("text"); false; rescue TypeError; true; end))
 c["big"] = "9223372036854775807"
@@ -253,7 +256,7 @@ def test_the_whole_api(server, cache):
     r = server.get("/all?" + cache)
     assert r.status == 200, server.error_log()[-2000:]
     assert "FAIL" not in r.text, r.text
-    assert len(r.text.split()) == 28
+    assert len(r.text.split()) == 29
 
 
 def test_class_methods_use_the_default_cache(server):
