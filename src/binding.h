@@ -35,6 +35,11 @@ void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
  * VM, another client's request, does not see them (rb_regexp.c). */
 void mm_regexp_forget(mm_vm_t *vm);
 
+/* After a hard stop (mrubyTimeout), which jumps past the C frames of the
+ * run's synchronize blocks: releases the cache locks they still hold
+ * (rb_cache.c). Called in the thread that ran the script. */
+void mm_cache_release_held(mm_run_t *run);
+
 /* The request's tables, as Ruby sees them (rb_table.c). */
 typedef enum {
     MM_TABLE_HEADERS_IN,

@@ -6,6 +6,7 @@
  * points into Ruby memory once a method returns. */
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "httpd.h"
@@ -239,6 +240,28 @@ static mrb_value cache_incr(mrb_state *mrb, mrb_value self)
     return mrb_int_value(mrb, (mrb_int)n);
 }
 
+/* A lock a synchronize block holds, on its run's list. A hard stop
+ * (mrubyTimeout) jumps from inside the block straight to the run's catch
+ * point, past the release below: the harness then releases what the list
+ * still holds (mm_cache_release_held), or the cache's lock would stay taken
+ * and every incr and synchronize of the server would wait for ever. malloc:
+ * the block's C stack is gone by then. */
+struct mm_cache_held {
+    mm_cache_t *c;
+    struct mm_cache_held *next;
+};
+
+void mm_cache_release_held(mm_run_t *run)
+{
+    while (run->held) {
+        struct mm_cache_held *h = run->held;
+
+        run->held = h->next;
+        mm_cache_unlock(h->c);
+        free(h);
+    }
+}
+
 static mrb_value sync_body(mrb_state *mrb, void *block)
 {
     return mrb_yield_argv(mrb, *(mrb_value *)block, 0, NULL);
@@ -249,10 +272,12 @@ static mrb_value sync_body(mrb_state *mrb, void *block)
 static mrb_value cache_synchronize(mrb_state *mrb, mrb_value self)
 {
     mm_cache_t *c = cache_of(mrb, self);
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Cache");
     mrb_value key, block, result;
     apr_size_t klen;
     apr_status_t rv;
     mrb_bool raised = FALSE;
+    struct mm_cache_held *held;
     char buf[256];
 
     mrb_get_args(mrb, "o&", &key, &block);
@@ -260,17 +285,28 @@ static mrb_value cache_synchronize(mrb_state *mrb, mrb_value self)
     if (mrb_nil_p(block)) {
         mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Cache#synchronize needs a block");
     }
+    held = malloc(sizeof *held);
+    if (held == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Cache: out of memory");
+    }
     rv = mm_cache_lock(c);
     if (rv != APR_SUCCESS) {
+        free(held);
         mrb_raisef(mrb, error_class(mrb), "cache '%s': synchronize failed: %s", mm_cache_name(c),
                    mm_cache_strerror(c, rv, buf, sizeof buf));
     }
+    held->c = c;
+    held->next = run->held;
+    run->held = held;
     /* Whatever ends the block (a value, an exception, break), the lock is
      * released before it goes on. A Fiber cannot switch inside the block:
      * mruby refuses to yield across this C call (Apache::Async.sleep blocks
      * instead), so a suspended request never holds the lock, and the thread
      * that took it is the one that releases it. */
     result = mrb_protect_error(mrb, sync_body, &block, &raised);
+    /* Blocks nest: this one's entry is the first of the list again. */
+    run->held = held->next;
+    free(held);
     mm_cache_unlock(c);
     if (raised) {
         mrb_exc_raise(mrb, result);

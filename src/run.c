@@ -493,6 +493,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
                 run->vm->stopped = 0;
                 mrb->c = mrb->root_c;
                 run->fiber = mrb_nil_value();
+                mm_cache_release_held(run);
                 ap_log_error(APLOG_MARK, APLOG_WARNING, 0, run->s,
                              MM_LOGNO(00063) "%s script %s rescued Apache::Timeout and went on: stopped, "
                                              "and its VM replaced",

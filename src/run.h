@@ -41,6 +41,8 @@ typedef struct mm_run {
                                     run reads the body from its start, whatever the runs
                                     before it (an earlier phase, the request before an
                                     internal redirect) read */
+    struct mm_cache_held *held;  /* the cache locks its synchronize blocks hold now
+                                    (rb_cache.c); empty whenever it sleeps */
 } mm_run_t;
 
 /* The rest of a phase, for a script that sleeps in the middle of it: the

@@ -420,6 +420,35 @@ mrubyCache shmcb
     assert sorted(int(r.text) for r in responses) == list(range(1, 13))
 
 
+HOOKED = os.environ.get("MM_MRUBY_MODE") == "source"
+
+
+@pytest.mark.skipif(not HOOKED, reason="mrubyTimeout needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
+def test_a_script_stopped_hard_inside_synchronize_gives_the_lock_back(make_httpd, mpm):
+    """mrubyTimeout stops a script that rescues Apache::Timeout by jumping
+    past the C frame of its synchronize block: the cache's lock must be
+    released all the same, or every incr of the server waits for ever."""
+    srv = make_httpd("cache-stopped", mpm, r"""
+mrubyCache shmcb
+<Location /stubborn>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Cache.synchronize('k') { loop { begin; loop { }; rescue Exception; end } }"
+</Location>
+<Location /incr>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Cache.incr('n').to_s"
+</Location>
+""", modules=PROVIDER_MODULES).start()
+    assert srv.get("/stubborn", timeout=10).status == 503
+    srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on")
+    # From several clients at once: other threads and processes than the
+    # one that ran the script.
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda _: srv.get("/incr", timeout=10), range(40)))
+    assert sorted(int(r.text) for r in responses) == list(range(1, 41))
+
+
 # ----------------------------------------------------- several servers
 
 
