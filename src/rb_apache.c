@@ -78,7 +78,7 @@ static mrb_value apache_syslogger(mrb_state *mrb, mrb_value self)
 
     mrb_get_args(mrb, "iS", &pri, &msg);
     if (pri < 0 || pri > (LOG_LOCAL7 | LOG_DEBUG)) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache.syslogger: invalid priority %d", (int)pri);
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache.syslogger: invalid priority %i", pri);
     }
     apr_pool_create(&p, NULL);
     syslog((int)pri, "%s", mm_binding_log_text(p, RSTRING_PTR(msg), (size_t)RSTRING_LEN(msg), 1));

@@ -81,7 +81,7 @@ static const char *key_of(mrb_state *mrb, mrb_value key, apr_size_t *len)
                    mrb_obj_classname(mrb, key));
     }
     if (n < 1 || n > MM_CACHE_KEY_MAX) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "a cache key has 1 to %d bytes, not %d", MM_CACHE_KEY_MAX, (int)n);
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "a cache key has 1 to %d bytes, not %i", MM_CACHE_KEY_MAX, n);
     }
     *len = (apr_size_t)n;
     return ptr;

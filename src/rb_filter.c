@@ -128,7 +128,7 @@ static mrb_value filter_error_create(mrb_state *mrb, mrb_value self)
     mrb_get_args(mrb, "i", &status);
     if (status < 400 || status > 599) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR,
-                   "Apache::Filter#error_create: %d is not an HTTP error status (400..599)", (int)status);
+                   "Apache::Filter#error_create: %i is not an HTTP error status (400..599)", status);
     }
     apr_brigade_cleanup(run->bb);
     run->error_status = (int)status;

@@ -176,7 +176,7 @@ static mrb_value request_set_status(mrb_state *mrb, mrb_value self)
 
     mrb_get_args(mrb, "i", &status);
     if (status < 100 || status > 599) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::Request#status=: %d is not an HTTP status", (int)status);
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::Request#status=: %i is not an HTTP status", status);
     }
     r->status = (int)status;
     return mrb_fixnum_value(status);

@@ -30,7 +30,9 @@ FILES = {
         '  Apache.rputs "bad level refused"\n'
         'end\n'
     ),
-    "htdocs/syslog.mrb": 'Apache.syslogger Apache::LOG_INFO, "mod_mruby syslog test"\nApache.syslog 6, "again"\nApache.rputs "ok"\n',
+    "htdocs/syslog.mrb": 'Apache.syslogger Apache::LOG_INFO, "mod_mruby syslog test"\nApache.syslog 6, "again"\n'
+                     'begin; Apache.syslogger 2**32 + 6, "x"; rescue ArgumentError => e; Apache.rputs e.message + " "; end\n'
+                     'Apache.rputs "ok"\n',
     "htdocs/sleep.mrb": 'Apache.sleep 1\nApache.sleep 0.2\nbegin\n  Apache.sleep(-1)\nrescue ArgumentError\n  Apache.rputs "negative refused"\nend\n',
     "htdocs/facts.mrb": (
         'Apache.echo Apache.module_name\n'
@@ -102,7 +104,8 @@ def test_phase_names(server):
 
 def test_syslogger_accepts_priorities(server):
     r = server.get("/syslog.mrb")
-    assert (r.status, r.body) == (200, b"ok")
+    # an invalid priority is named as given, not cut to 32 bits (which read 6)
+    assert (r.status, r.body) == (200, b"Apache.syslogger: invalid priority 4294967302 ok")
 
 
 def test_sleep_blocks(server):

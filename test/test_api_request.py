@@ -174,6 +174,7 @@ FILES = {
         'Apache.echo r.status\n'
         'r.content_type = "text/x-test"\n'
         'begin; r.status = 42; rescue ArgumentError; Apache.echo "bad status"; end\n'
+        'begin; r.status = 2**32 + 200; rescue ArgumentError => e; Apache.echo e.message; end\n'
         'begin; r.content_length = -1; rescue ArgumentError; Apache.echo "bad length"; end\n'
         'Apache.echo [r.finfo.class, r.connection.class, r.server.class, r.subprocess_env.class].join(",")\n'
     ),
@@ -282,7 +283,8 @@ def test_scheme_status_objects(server):
     r = server.get("/misc.mrb")
     assert r.status == 200
     assert r.headers["Content-Type"] == "text/x-test"
-    assert r.text.splitlines() == ["http", "true", "200", "bad status", "bad length",
+    assert r.text.splitlines() == ["http", "true", "200", "bad status",
+                                   "Apache::Request#status=: 4294967496 is not an HTTP status", "bad length",
                                    "Apache::Finfo,Apache::Connection,Apache::Server,Apache::Env"]
 
 

@@ -50,6 +50,10 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
 <Location /error/doc>
     ErrorDocument 503 "the filter said no"
 </Location>
+<Location /bad_status>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "Apache::Filter.new.error_create 2**32 + 503"
+</Location>
 <Location /returned>
     SetOutputFilter mruby
     mrubyOutputFilterCode "Apache.return Apache::HTTP_FORBIDDEN"
@@ -181,6 +185,7 @@ FILES = {
     "htdocs/compat/a.txt": "hello\n",
     "htdocs/error/a.txt": "never shown\n",
     "htdocs/error/doc/a.txt": "never shown\n",
+    "htdocs/bad_status/a.txt": "never shown\n",
     "htdocs/returned/a.txt": "never shown\n",
     "htdocs/raise/a.txt": "never shown\n",
     "htdocs/odd/a.txt": "never shown\n",
@@ -264,6 +269,9 @@ def test_mod_mruby_head_tail_example_runs_unchanged(srv):
     ("/returned/a.txt", 403, None),
     ("/raise/a.txt", 500,
      r"MRB00030: OutputFilter script .*httpd\.conf:\d+ raised ArgumentError .*bad filter"),
+    # the status as given, not cut to 32 bits (which read 503)
+    ("/bad_status/a.txt", 500,
+     r"MRB00030: OutputFilter script .* raised ArgumentError .*4294967799 is not an HTTP error status \(400\.\.599\)"),
     ("/odd/a.txt", 500,
      r"MRB00500: OutputFilter mruby \(.*httpd\.conf:\d+\): Apache\.return\(7\) means nothing to a filter"),
     ("/rputs/a.txt", 500,
