@@ -417,8 +417,14 @@ apr_status_t mm_cache_set(mm_cache_t *c, server_rec *s, const char *key, apr_siz
     rv = c->provider->store(c->instance, s, id, idlen, expiry, data, (unsigned int)vlen, p);
     store_unlock(c);
     /* memcache answers NOTFOUND when no server is up: for a store, that is
-     * a failure, not an absent entry. */
-    return APR_STATUS_IS_NOTFOUND(rv) ? APR_ECONNREFUSED : rv;
+     * a failure, not an absent entry. The memcache and redis clients answer
+     * EGENERAL when the server replied with an error (memcached: an item
+     * larger than -I, out of memory; redis: maxmemory), whose text would be
+     * APR's "Internal error". */
+    if (APR_STATUS_IS_NOTFOUND(rv)) {
+        return APR_ECONNREFUSED;
+    }
+    return rv == APR_EGENERAL ? MM_CACHE_EREFUSED : rv;
 }
 
 apr_status_t mm_cache_remove(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_pool_t *p)
@@ -507,6 +513,9 @@ const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, a
         return buf;
     case APR_ECONNREFUSED:
         return "no server of the cache is reachable";
+    case MM_CACHE_EREFUSED:
+        return "the cache server refused to store it (too large for it, or out of memory: "
+               "see memcached -I, redis maxmemory)";
     default:
         return apr_strerror(rv, buf, size);
     }

@@ -84,6 +84,7 @@ apr_status_t mm_cache_unlock(mm_cache_t *c);
 #define MM_CACHE_ENOTINT   (APR_OS_START_USERERR + 901) /* incr: the value is not an integer */
 #define MM_CACHE_EOVERFLOW (APR_OS_START_USERERR + 902) /* incr: the sum does not fit */
 #define MM_CACHE_ETOOLONG  (APR_OS_START_USERERR + 903) /* incr: the sum's text exceeds max-value */
+#define MM_CACHE_EREFUSED  (APR_OS_START_USERERR + 904) /* set: the cache server answered an error */
 
 /* Text for a status of the operations above, in buf. */
 const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, apr_size_t size);

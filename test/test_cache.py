@@ -175,6 +175,7 @@ mrubyCache tiny shmcb max-value=100
 mrubyCache ctr shmcb max-value=3
 mrubyCache mcctr %s max-value=3
 mrubyCache rdctr %s max-value=3
+mrubyCache mcbig %s max-value=2M
 mrubyCache big shmcb max-value=64M
 <Location /bigread>
     SetHandler mruby-native-script
@@ -212,7 +213,7 @@ mrubyCache pages shmcb:pages.cache(16777216) max-value=100000
         mrubyHandlerCode "Apache.rputs Apache::Cache.named('mc')['shared'].to_s"
     </Location>
 </VirtualHost>
-""" % (mc.spec, rd.spec, down_port, down_port, mc.spec, rd.spec, script_locations())
+""" % (mc.spec, rd.spec, down_port, down_port, mc.spec, rd.spec, mc.spec, script_locations())
 
 
 def new_cache_httpd(name, mpm, mc, rd, make=Httpd):
@@ -316,6 +317,16 @@ def test_incr_refuses_a_sum_longer_than_max_value(server, cache):
     assert server.get("/c/incr?cache=%s&key=%s&by=-1" % (cache, key)).text.split()[0] == "-99"
     assert server.get("/c/incr?cache=%s&key=%s&by=-1" % (cache, key)).status == 422
     assert server.get("/c/get?cache=%s&key=%s" % (cache, key)).text == "=-99"
+
+
+def test_a_value_the_cache_server_refuses_says_why(server):
+    """memcached (1 MB items by default) refuses 1.5 MB; the error said
+    only "Internal error (specific information not available)"."""
+    r = server.get("/c/set?cache=mcbig&key=huge-%s&size=1500000" % server.mpm)
+    assert (r.status, r.text) == (503, "Apache::Cache::Error: cache 'mcbig': set failed: the cache server "
+                                       "refused to store it (too large for it, or out of memory: "
+                                       "see memcached -I, redis maxmemory)")
+    assert server.get("/c/set?cache=mcbig&key=huge-%s&size=500000" % server.mpm).text == "500000"
 
 
 def run_concurrently(server, path, requests, clients, headers=None):
