@@ -115,6 +115,33 @@ static apr_status_t fail(ap_filter_t *f, out_ctx_t *ctx, int status)
     return APR_ECONNABORTED;
 }
 
+/* Sends ctx->work on with the EOS, once: the body ends. */
+static apr_status_t end_body(ap_filter_t *f, out_ctx_t *ctx)
+{
+    apr_status_t rv;
+
+    APR_BRIGADE_CONCAT(ctx->out, ctx->work);
+    APR_BRIGADE_INSERT_TAIL(ctx->out, apr_bucket_eos_create(f->c->bucket_alloc));
+    rv = ap_pass_brigade(f->next, ctx->out);
+    ctx->sent = 1;
+    apr_brigade_cleanup(ctx->out);
+    finish(ctx, rv);
+    return rv;
+}
+
+/* The answer to a HEAD request that came without a body (mod_proxy's, a
+ * CGI's that looks at the method): the script would make a body out of
+ * nothing, and the length of that would replace the handler's
+ * Content-Length. A HEAD that has its body (a static file) is filtered as
+ * GET is, so that its headers are GET's. */
+static int bodiless_head(request_rec *r, out_ctx_t *ctx, int last)
+{
+    apr_off_t len = 0;
+
+    return r->header_only && last && ctx->runs == 0 &&
+           apr_brigade_length(ctx->work, 1, &len) == APR_SUCCESS && len == 0;
+}
+
 /* Runs the script over ctx->work and sends what it leaves there on, with
  * EOS when the body ends. */
 static apr_status_t run_chunk(ap_filter_t *f, out_ctx_t *ctx, int last)
@@ -122,6 +149,11 @@ static apr_status_t run_chunk(ap_filter_t *f, out_ctx_t *ctx, int last)
     mm_filter_run_t run;
     int status;
 
+    if (bodiless_head(f->r, ctx, last)) {
+        /* The filter steps aside, as httpd's own do: the headers stay the
+         * handler's. */
+        return end_body(f, ctx);
+    }
     memset(&run, 0, sizeof run);
     run.f = f;
     run.bb = ctx->work;
@@ -146,15 +178,10 @@ static apr_status_t run_chunk(ap_filter_t *f, out_ctx_t *ctx, int last)
             fix_headers(f->r, len);
         }
     }
-    APR_BRIGADE_CONCAT(ctx->out, ctx->work);
     if (last) {
-        apr_status_t rv;
-
-        APR_BRIGADE_INSERT_TAIL(ctx->out, apr_bucket_eos_create(f->c->bucket_alloc));
-        rv = pass_out(f, ctx);
-        finish(ctx, rv);
-        return rv;
+        return end_body(f, ctx);
     }
+    APR_BRIGADE_CONCAT(ctx->out, ctx->work);
     return pass_out(f, ctx);
 }
 

@@ -90,6 +90,16 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
     AddHandler cgi-script .cgi
     SetOutputFilter count
 </Directory>
+<Directory {docroot}/cgiplain>
+    Options +ExecCGI
+    AddHandler cgi-script .cgi
+</Directory>
+<Directory {docroot}/cgi/bracketed>
+    SetOutputFilter brackets
+</Directory>
+<Directory {docroot}/cgi/framed>
+    SetOutputFilter frame
+</Directory>
 <Location /gz>
     SetOutputFilter mruby;DEFLATE
     mrubyOutputFilterCode "f = Apache::Filter.new; f.data = f.data.upcase" stream
@@ -136,6 +146,16 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
     mrubyHandlerCode "3.times { |i| Apache.rputs i.to_s * 70000; Apache::Async.sleep 20 }"
     SetOutputFilter frame
 </Location>
+<Location /head-aware>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.headers_out['Content-Length'] = '12'; Apache.rputs 'hello world' + 10.chr unless r.method == 'HEAD'"
+</Location>
+<Location /head-aware/bracketed>
+    SetOutputFilter brackets
+</Location>
+<Location /head-aware/framed>
+    SetOutputFilter frame
+</Location>
 <Location /handler>
     SetHandler mruby-native-script
     mrubyHandlerCode "n = (Apache::Request.new.args || '3').to_i; n.times { |i| Apache.rputs 'line ' + i.to_s + 10.chr }"
@@ -143,6 +163,12 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
     mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.gsub('line', 'LINE')"
 </Location>
 """
+
+HEAD_CGI = (
+    "#!/bin/sh\n"
+    "printf 'Content-Type: text/plain\\r\\nContent-Length: 12\\r\\n\\r\\n'\n"
+    "[ \"$REQUEST_METHOD\" = HEAD ] || echo 'hello world'\n"
+)
 
 FILES = {
     "scripts/shout.rb": "f = Apache::Filter.new\nf.body = f.body.upcase\n",
@@ -208,6 +234,10 @@ FILES = {
         "done\n"
         "echo second\n"
     ),
+    # Answers HEAD with its headers only.
+    "htdocs/cgi/bracketed/head.cgi": HEAD_CGI,
+    "htdocs/cgi/framed/head.cgi": HEAD_CGI,
+    "htdocs/cgiplain/head.cgi": HEAD_CGI,
     "htdocs/gz/a.txt": "compress me " * 5000,
     "htdocs/ssi/page.shtml": '<p>top</p><!--#include virtual="/ssi/part.html" --><p>bottom</p>',
     "htdocs/ssi/part.html": "<b>included</b>",
@@ -362,6 +392,47 @@ def test_stream_mode_passes_what_came_while_the_rest_is_awaited(srv):
         finally:
             conn.close()
         assert int(access_line(srv, "/cgi/slow.cgi", i + 1)[1]) >= 2  # one run per piece
+
+
+@pytest.mark.parametrize("path, plain, get_body", [
+    # a Ruby handler that sets the length and writes nothing for HEAD
+    ("/head-aware/bracketed", "/head-aware/plain", b"[hello world\n]"),  # buffer mode
+    ("/head-aware/framed", "/head-aware/plain", None),  # stream mode
+    # a CGI that writes no body for HEAD (httpd drops its length then)
+    ("/cgi/bracketed/head.cgi", "/cgiplain/head.cgi", b"[hello world\n]"),
+    ("/cgi/framed/head.cgi", "/cgiplain/head.cgi", None),
+])
+def test_head_answered_without_a_body_is_not_filtered(srv, path, plain, get_body):
+    # The script would make a body out of nothing ('[]', a frame around
+    # no data), and its length replaced the handler's. As httpd's own
+    # filters do, the filter steps aside: HEAD gets the headers it gets
+    # without the filter.
+    for p in (path, plain):
+        if p.endswith(".cgi"):
+            os.chmod(srv.path("htdocs" + p), 0o755)
+    expected = srv.request("HEAD", plain).headers.get("Content-Length")
+    if not plain.endswith(".cgi"):
+        assert expected == "12"
+    for _ in range(2):
+        get = srv.get(path)
+        assert get.status == 200
+        if get_body is not None:
+            assert get.body == get_body
+            assert get.headers["Content-Length"] == str(len(get_body))
+        else:
+            assert get.body.startswith(b"\x00\xff<hello world\n>\x00")
+        head = srv.request("HEAD", path)
+        assert head.status == 200
+        assert head.headers.get("Content-Length") == expected
+
+
+def test_head_of_a_static_file_is_filtered_as_get(srv):
+    # The default handler sends the body for HEAD too: the script runs
+    # over it, and HEAD gets the length GET gets.
+    head = srv.request("HEAD", "/upper/a.txt")
+    assert head.status == 200
+    assert head.headers["Content-Length"] == "13"
+    assert head.headers.get("ETag") is None
 
 
 def assert_cut_short(srv, path):
