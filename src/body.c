@@ -14,8 +14,9 @@
  * Once content input filters are in place (a content handler, with
  * SetInputFilter and the like), a script that has not read the body yet
  * reads it through them, as any handler would: those bytes are kept apart,
- * for this request only, and replayed by an instance of the filter above
- * every content filter, so a later reader does not filter them twice. */
+ * for this request (and the one an internal redirect makes of it, which
+ * shares its pool), and replayed by an instance of the filter above every
+ * content filter, so a later reader does not filter them twice. */
 
 #include "apr_strings.h"
 #include "httpd.h"
@@ -55,6 +56,9 @@ struct mm_body {
 typedef struct {
     mm_body_t *body;
     apr_off_t served;
+    ap_filter_t *rest; /* where the bytes not kept yet come from, if not
+                          from the filter's next (an internal redirect in
+                          the middle of a filtered body) */
 } mm_replay_t;
 
 static ap_filter_rec_t *replay_frec;     /* just above HTTP_IN: the client's bytes */
@@ -223,24 +227,45 @@ apr_off_t mm_body_find(const mm_body_t *b, apr_off_t from, char c)
     return -1;
 }
 
+static ap_filter_t *find_filter(ap_filter_t *f, ap_filter_rec_t *frec)
+{
+    while (f && f->frec != frec) {
+        f = f->next;
+    }
+    return f;
+}
+
 /* The replay filter of b on r's input chain, added if missing. */
 static ap_filter_t *replay_filter_of(request_rec *r, mm_body_t *b)
 {
     ap_filter_rec_t *frec = b->filtered ? replay_top_frec : replay_frec;
-    ap_filter_t *f;
+    ap_filter_t *f = find_filter(r->input_filters, frec), *ours;
     mm_replay_t *ctx;
 
-    for (f = r->input_filters; f; f = f->next) {
-        if (f->frec == frec) {
-            return f;
-        }
+    if (f) {
+        return f;
     }
     /* A new instance (a new request: an internal redirect, a subrequest)
      * replays from the start: the bytes kept so far were taken from the
      * client before it existed. */
     ctx = apr_pcalloc(r->pool, sizeof *ctx);
     ctx->body = b;
+    if (b->filtered && r != b->owner && (ours = find_filter(b->owner->input_filters, frec)) != NULL) {
+        /* A request internally redirected after a script read part of the
+         * body through its request's content filters: the rest goes
+         * through those same filters (whose state is in the middle of the
+         * body), not through this request's own. */
+        ctx->rest = ours->next;
+    }
     return ap_add_input_filter_handle(frec, ctx, r, r->connection);
+}
+
+/* Where replay filter f reads what is not kept yet. */
+static ap_filter_t *rest_of(ap_filter_t *f)
+{
+    mm_replay_t *ctx = f->ctx;
+
+    return ctx->rest ? ctx->rest : f->next;
 }
 
 static void keep(mm_body_t *b, const char *data, apr_size_t len)
@@ -254,7 +279,7 @@ static void keep(mm_body_t *b, const char *data, apr_size_t len)
 
 int mm_body_fill(request_rec *r, mm_body_t *b, apr_off_t upto, apr_off_t limit, const char **why)
 {
-    ap_filter_t *f;
+    ap_filter_t *below;
     apr_off_t max_req = ap_get_limit_req_body(r);
     const char *cl = apr_table_get(r->headers_in, "Content-Length");
     apr_off_t len;
@@ -271,7 +296,7 @@ int mm_body_fill(request_rec *r, mm_body_t *b, apr_off_t upto, apr_off_t limit, 
                                               : "the request body is larger than mrubyRequestBodyLimit";
         return HTTP_REQUEST_ENTITY_TOO_LARGE;
     }
-    f = replay_filter_of(r, b);
+    below = rest_of(replay_filter_of(r, b));
     while (!b->eos && b->total <= upto) {
         apr_status_t rv;
         apr_bucket *e;
@@ -280,7 +305,7 @@ int mm_body_fill(request_rec *r, mm_body_t *b, apr_off_t upto, apr_off_t limit, 
             *why = "the request body is larger than mrubyRequestBodyLimit";
             return HTTP_REQUEST_ENTITY_TOO_LARGE;
         }
-        rv = ap_get_brigade(f->next, b->bb, AP_MODE_READBYTES, APR_BLOCK_READ, MM_BODY_READ_SZ);
+        rv = ap_get_brigade(below, b->bb, AP_MODE_READBYTES, APR_BLOCK_READ, MM_BODY_READ_SZ);
         if (rv != APR_SUCCESS) {
             apr_brigade_cleanup(b->bb);
             *why = rv == AP_FILTER_ERROR ? "httpd refused the request body"
@@ -326,7 +351,7 @@ static apr_status_t replay_in(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
     apr_off_t avail = b->total - ctx->served;
 
     if (mode == AP_MODE_INIT || mode == AP_MODE_EATCRLF) {
-        return f->next ? ap_get_brigade(f->next, bb, mode, block, readbytes) : APR_SUCCESS;
+        return rest_of(f) ? ap_get_brigade(rest_of(f), bb, mode, block, readbytes) : APR_SUCCESS;
     }
     if (avail > 0) {
         apr_size_t n =
@@ -345,20 +370,28 @@ static apr_status_t replay_in(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
         }
         return APR_SUCCESS;
     }
-    if (b->eos || f->next == NULL) {
+    if (b->eos || rest_of(f) == NULL) {
         APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(f->c->bucket_alloc));
         return APR_SUCCESS;
     }
-    return ap_get_brigade(f->next, bb, mode, block, readbytes);
+    return ap_get_brigade(rest_of(f), bb, mode, block, readbytes);
 }
 
 /* An internally redirected request gets a fresh input chain: give it the
- * kept bytes too. */
+ * kept bytes too, the client's or, if a script read them through the
+ * content filters of the request before, those (shared by the requests of
+ * an internal redirect, which share a pool), which this request's readers
+ * get as the script did. */
 static void insert_replay(request_rec *r)
 {
     mm_body_t *b;
 
-    if (r->prev != NULL && (b = lookup(r)) != NULL && b->total > 0) {
+    if (r->prev == NULL) {
+        return;
+    }
+    if ((b = lookup(r)) != NULL && b->total > 0) {
+        replay_filter_of(r, b);
+    } else if ((b = lookup_in(r->pool, MM_BODY_FILTERED_KEY)) != NULL && b->total > 0) {
         replay_filter_of(r, b);
     }
 }

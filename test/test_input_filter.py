@@ -90,6 +90,19 @@ mrubyInputFilterNamed guard {root}/scripts/guard.rb cache
 <Location /proxy-guarded/doc>
     ErrorDocument 413 "body too large for the guard"
 </Location>
+<Location /read-then-redirect>
+    SetInputFilter upcase
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.body; r.internal_redirect '/plain-echo'"
+</Location>
+<Location /peek-then-redirect>
+    SetInputFilter upcase
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.input.read(4); r.internal_redirect '/plain-echo'"
+</Location>
+<Location /plain-echo>
+    SetHandler reflector
+</Location>
 <Location /ruby>
     SetInputFilter upcase
     SetHandler mruby-native-script
@@ -265,6 +278,23 @@ def test_a_ruby_handler_reads_the_rewritten_body(front):
     r = front.request("POST", "/ruby", body=b"from the client")
     assert r.status == 200
     assert r.body == b"handler got: FROM THE CLIENT"
+
+
+def test_a_body_ruby_read_through_the_filter_goes_on_after_an_internal_redirect(front):
+    # The handler's script read the body through the section's input
+    # filter: those bytes are gone from the client, so the redirected
+    # request's reader (mod_reflector) must get them from what was kept,
+    # then the rest through the same filter.
+    for _ in range(2):
+        r = front.request("POST", "/read-then-redirect", body=b"from the client")
+        assert (r.status, r.body) == (200, b"FROM THE CLIENT")
+    body = b"abcdefghij" * 30000  # 300 KB: the script read the first piece only
+    r = front.request("POST", "/peek-then-redirect", body=body)
+    assert r.status == 200
+    assert r.body == body.upper()
+    r = front.post_chunked("/peek-then-redirect", body)
+    assert r.status == 200
+    assert r.body == body.upper()
 
 
 def test_many_clients_each_get_their_own_body_back(front):
