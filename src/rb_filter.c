@@ -142,9 +142,14 @@ static mrb_value filter_first_p(mrb_state *mrb, mrb_value self)
     return mrb_bool_value(run_of(mrb, self)->first);
 }
 
+/* eos?: the body ends after this run's data, because it came to its end
+ * or because the script ended it (insert_eos): either way, a tail goes
+ * here. */
 static mrb_value filter_eos_p(mrb_state *mrb, mrb_value self)
 {
-    return mrb_bool_value(run_of(mrb, self)->last);
+    mm_filter_run_t *run = run_of(mrb, self);
+
+    return mrb_bool_value(run->last || run->ended);
 }
 
 static mrb_value filter_buffered_p(mrb_state *mrb, mrb_value self)

@@ -29,6 +29,7 @@ mrubyOutputFilterNamedCode brackets "f = Apache::Filter.new; f.body = '[' + f.bo
 mrubyOutputFilterNamed count {root}/scripts/count.rb stream
 mrubyOutputFilterNamed frame {root}/scripts/frame.rb cache stream
 mrubyOutputFilterNamed late_failure {root}/scripts/late_failure.rb stream
+mrubyOutputFilterNamedCode cut "f = Apache::Filter.new; f.data = f.data.byteslice(0, 5); f.insert_eos; f.insert_tail '<end>' if f.eos?" stream
 mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |i| a << i.to_s }; GC.start; return unless f.eos?; f.insert_tail 'end'" stream
 
 <Location /upper>
@@ -81,6 +82,9 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
 </Location>
 <Location /frame>
     SetOutputFilter frame
+</Location>
+<Location /cut>
+    SetOutputFilter cut
 </Location>
 <Location /late>
     SetOutputFilter late_failure
@@ -222,6 +226,7 @@ FILES = {
     "htdocs/stream/big.bin": bytes(range(256)) * 1000,
     "htdocs/frame/bin.dat": bytes(range(256)) * 1024,
     "htdocs/late/big.txt": "z" * 300000,
+    "htdocs/cut/big.txt": "0123456789" * 30000,
     # Writes a line, then waits (10 s at most) for the client to create
     # out/go-QUERY before it writes the rest.
     "htdocs/cgi/slow.cgi": (
@@ -424,6 +429,16 @@ def test_head_answered_without_a_body_is_not_filtered(srv, path, plain, get_body
         head = srv.request("HEAD", path)
         assert head.status == 200
         assert head.headers.get("Content-Length") == expected
+
+
+def test_eos_is_true_once_the_script_ended_the_body(srv):
+    # The first of several chunks: insert_eos ends the body after this
+    # run's data, which is what eos? tells, so the tail is added.
+    for _ in range(2):
+        r = srv.get("/cut/big.txt")
+        assert r.status == 200
+        assert r.body == b"01234<end>"
+        assert r.headers["Content-Length"] == "10"
 
 
 def test_head_of_a_static_file_is_filtered_as_get(srv):
