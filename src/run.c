@@ -162,7 +162,10 @@ static int result_of_exception(mm_run_t *run, mrb_value exc)
         return run->kind->error_result;
     }
     drop_output(run->r);
-    if (was_flushed(run->r) && !run->r->eos_sent) {
+    /* Output passed down the chain may still be held by a filter that
+     * buffers (an output filter in buffer mode, DEFLATE): until httpd has
+     * sent the headers (sent_bodyct), the status can still change. */
+    if (was_flushed(run->r) && run->r->sent_bodyct && !run->r->eos_sent) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;

@@ -135,6 +135,12 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
     SetOutputFilter mruby
     mrubyOutputFilterCode "raise 'filter of a Ruby handler failed'"
 </Location>
+<Location /handler-raise-late>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'handler output ' * 2000; raise 'handler failed after writing'"
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.upcase"
+</Location>
 <Location /handler-late>
     SetHandler mruby-native-script
     mrubyHandlerCode "30.times { Apache.rputs 'x' * 10000 }; Apache.rputs 'end'"
@@ -523,6 +529,18 @@ def test_a_failing_filter_of_a_ruby_handler_is_a_500(srv):
     assert b"handler output" not in r.body
     srv.wait_log(r"MRB00030: OutputFilter script .* raised RuntimeError .*filter of a Ruby handler failed")
     assert srv.get("/handler?2").body == b"LINE 0\nLINE 1\n"  # the thread's VM serves on
+
+
+def test_a_handler_failing_after_writing_into_a_buffering_filter_is_a_500(srv):
+    # 28 KB went down the chain before the exception, but the filter held
+    # it all: no status line went out, so httpd's error page can still
+    # answer (the connection was closed with no response at all).
+    for _ in range(2):
+        r = srv.get("/handler-raise-late")
+        assert r.status == 500
+        assert b"HANDLER OUTPUT" not in r.body and b"handler output" not in r.body
+    srv.wait_log(r"MRB00030: Handler script .* raised RuntimeError .*handler failed after writing")
+    assert srv.get("/handler?2").body == b"LINE 0\nLINE 1\n"
 
 
 def test_a_stream_filter_failing_late_on_a_ruby_handlers_output(srv):
