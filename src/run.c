@@ -120,6 +120,17 @@ static int was_flushed(request_rec *r)
     return resp && resp->flushed;
 }
 
+/* Whether the response has begun: output went down the chain, and httpd
+ * sent the headers with it (sent_bodyct). Output passed down may still be
+ * held by a filter that buffers (an output filter in buffer mode,
+ * DEFLATE): until the headers went out, the status can still change, and
+ * the request be answered otherwise (an error page, an internal redirect,
+ * which leaves this request's filters and what they hold behind). */
+static int response_began(request_rec *r)
+{
+    return was_flushed(r) && r->sent_bodyct;
+}
+
 /* Passes what is buffered down the chain, followed by EOS if eos. */
 static void pass_output(request_rec *r, int eos)
 {
@@ -147,7 +158,7 @@ static void drop_output(request_rec *r)
 int mm_run_discard_output(request_rec *r)
 {
     drop_output(r);
-    return was_flushed(r);
+    return response_began(r);
 }
 
 /* The script raised. Nothing has been sent yet: the phase's error result
@@ -162,10 +173,7 @@ static int result_of_exception(mm_run_t *run, mrb_value exc)
         return run->kind->error_result;
     }
     drop_output(run->r);
-    /* Output passed down the chain may still be held by a filter that
-     * buffers (an output filter in buffer mode, DEFLATE): until httpd has
-     * sent the headers (sent_bodyct), the status can still change. */
-    if (was_flushed(run->r) && run->r->sent_bodyct && !run->r->eos_sent) {
+    if (response_began(run->r) && !run->r->eos_sent) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;

@@ -81,7 +81,8 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot);
 apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len);
 
 /* Discards r's buffered output; returns 1 when part of the response had
- * already gone down the filter chain (it cannot be taken back). */
+ * already been sent, headers first (it cannot be taken back); output a
+ * filter still holds has not. */
 int mm_run_discard_output(request_rec *r);
 
 #endif

@@ -17,6 +17,10 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; Apache.rputs [r.uri, r.prev?, r.internal_redirect?, r.method].join(',')"
 </Location>
+<Files "buffered_then_redirect.mrb">
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = f.body.upcase"
+</Files>
 <Location /api>
     SetHandler mruby-native-script
     mrubyHandler {root}/scripts/api.rb
@@ -218,6 +222,11 @@ FILES = {
         'Apache.rputs "x" * 100_000\n'
         'begin; r.internal_redirect "/target"; rescue RuntimeError => e; Apache.rputs "|refused"; end\n'
     ),
+    "htdocs/buffered_then_redirect.mrb": (
+        'r = Apache::Request.new\n'
+        'Apache.rputs "x" * 100_000\n'
+        'begin; r.internal_redirect "/target"; rescue RuntimeError => e; Apache.rputs "|refused"; end\n'
+    ),
 }
 
 server = module_httpd("request", BODY, files=FILES, modules=("include",))
@@ -335,6 +344,14 @@ def test_internal_redirect_after_output_was_sent_is_refused(server):
     r = server.get("/big_then_redirect.mrb")
     assert r.status == 200
     assert r.body.endswith(b"|refused") and len(r.body) == 100_000 + len(b"|refused")
+
+
+def test_internal_redirect_after_output_a_filter_holds(server):
+    """100 KB went down the chain, but a buffering output filter holds it
+    all: nothing was sent, so the redirect is made, and the filter's
+    request with what it holds is left behind."""
+    r = server.get("/buffered_then_redirect.mrb")
+    assert (r.status, r.body) == (200, b"/target,true,true,GET")
 
 
 def test_headers(server):
