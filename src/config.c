@@ -6,6 +6,9 @@
  * Last or nothing (Middle). They are allowed in the server config, virtual
  * hosts and <Directory>/<Location>/<Files>/<If> sections, never in
  * .htaccess: running code from user-writable files is a privilege boundary.
+ * Their command_rec lacks every OR_* bit, which keeps them out of .htaccess
+ * for AllowOverride, but AllowOverrideList lets a directive it names in
+ * regardless: each handler refuses .htaccess itself (NOT_IN_HTACCESS).
  * Scripts repeated in one section add up; a nested section that configures
  * a phase replaces what it inherits for that phase. */
 
@@ -124,13 +127,13 @@ static const char *check_context(cmd_parms *cmd)
 
     switch (mm_phases[phase].where) {
     case MM_WHERE_GLOBAL:
-        return ap_check_cmd_context(cmd, GLOBAL_ONLY);
+        return ap_check_cmd_context(cmd, GLOBAL_ONLY | NOT_IN_HTACCESS);
     case MM_WHERE_SERVER:
-        return ap_check_cmd_context(cmd, NOT_IN_DIR_CONTEXT);
+        return ap_check_cmd_context(cmd, NOT_IN_DIR_CONTEXT | NOT_IN_HTACCESS);
     case MM_WHERE_URI:
-        return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_DIRECTORY | NOT_IN_FILES);
+        return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_DIRECTORY | NOT_IN_FILES | NOT_IN_HTACCESS);
     default:
-        return ap_check_cmd_context(cmd, NOT_IN_LIMIT);
+        return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_HTACCESS);
     }
 }
 
@@ -242,9 +245,9 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
     apr_uint64_t ms = 0;
-    const char *err = NULL;
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
 
-    if (strcasecmp(arg, "off") != 0) {
+    if (err == NULL && strcasecmp(arg, "off") != 0) {
         /* in microseconds, it must still fit an apr_interval_time_t */
         err = parse_size(cmd, arg, 0, APR_INT64_MAX / 1000, &ms);
     }
@@ -266,8 +269,11 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
     apr_uint64_t n;
-    const char *err = parse_size(cmd, arg, 0, APR_INT64_MAX, &n); /* an apr_off_t */
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
 
+    if (err == NULL) {
+        err = parse_size(cmd, arg, 0, APR_INT64_MAX, &n); /* an apr_off_t */
+    }
     if (err == NULL) {
         dc->body_limit = (apr_off_t)n;
     }
@@ -278,9 +284,14 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
     char *end;
-    long v = strtol(arg, &end, 10);
+    long v;
 
+    if (err) {
+        return err;
+    }
+    v = strtol(arg, &end, 10);
     if (!*arg || *end || v < 1 || v > 1000000) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a number between 1 and 1000000", cmd->cmd->name, arg);
     }

@@ -76,8 +76,9 @@ const char *mm_slot_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv[
     const char *err;
 
     /* Named ones are for the whole server; a section's slots live in any
-     * section except <Limit> (and never in .htaccess: see config.c). */
-    err = ap_check_cmd_context(cmd, d->register_named ? GLOBAL_ONLY : NOT_IN_LIMIT);
+     * section except <Limit>, and never in .htaccess, even one that
+     * AllowOverrideList opens to them (see config.c). */
+    err = ap_check_cmd_context(cmd, (d->register_named ? GLOBAL_ONLY : NOT_IN_LIMIT) | NOT_IN_HTACCESS);
     if (err) {
         return err;
     }

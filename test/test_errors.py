@@ -38,6 +38,10 @@ ErrorDocument 500 "custom error page"
 <Directory {docroot}/ht>
     AllowOverride All
 </Directory>
+<Directory {docroot}/htlist>
+    AllowOverride None
+    AllowOverrideList mrubyHandlerCode mrubyFixupsCode mrubyTranslateNameCode mrubyOutputFilterCode mrubyAuthnCheckPasswordCode mrubyTimeout mrubyRequestBodyLimit mrubyFormFieldsLimit
+</Directory>
 <Location /wrong_kind>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.const_get(Apache::Request.new.args).new"
@@ -201,3 +205,26 @@ def test_not_allowed_in_htaccess(server):
     r = server.get("/ht/index.txt")
     assert r.status == 500
     server.wait_log(r"mrubyHandlerCode not allowed here")
+
+
+# AllowOverrideList lets the directives it names into .htaccess whatever
+# their own context says; ours refuse it themselves.
+@pytest.mark.parametrize("line", [
+    'mrubyHandlerCode "Apache.rputs %q(from htaccess)"',
+    'mrubyFixupsCode "Apache::Request.new.headers_out[%q(X-Ht)] = %q(yes)"',
+    'mrubyTranslateNameCode "Apache.return Apache::DECLINED"',
+    'mrubyOutputFilterCode "Apache::Filter.new.body = %q(filtered)"',
+    'mrubyAuthnCheckPasswordCode "Apache.return Apache::AuthnProvider::AUTH_GRANTED"',
+    "mrubyTimeout off",
+    "mrubyRequestBodyLimit 1",
+    "mrubyFormFieldsLimit 5",
+])
+def test_not_allowed_in_htaccess_even_by_allow_override_list(server, line):
+    directive = line.split()[0]
+    server.write("htdocs/htlist/.htaccess", line + "\n")
+    server.write("htdocs/htlist/index.txt", "static")
+    for _ in range(3):
+        r = server.get("/htlist/index.txt")
+        assert r.status == 500, r
+        assert b"htaccess" not in r.body and b"static" not in r.body
+    server.wait_log(r"%s cannot occur within htaccess files" % directive)
