@@ -117,10 +117,35 @@ static const char *add_script(cmd_parms *cmd, mm_dir_conf_t *dc, const mm_script
     return NULL;
 }
 
+/* TranslateName runs once httpd has applied <Location> and <If>, before
+ * <Directory>, <Files> and <Proxy> (the last in MapToStorage). httpd's
+ * NOT_IN_FILES would refuse <If> too, and nothing of httpd's refuses
+ * <Proxy> in a section: both are looked for here. */
+static const char *check_uri_context(cmd_parms *cmd)
+{
+    static const char *const unseen[] = {"<Files", "<FilesMatch", "<Proxy", "<ProxyMatch"};
+    const char *err = ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_DIRECTORY | NOT_IN_HTACCESS);
+    const ap_directive_t *d;
+    size_t i;
+
+    if (err || cmd->directive == NULL) {
+        return err;
+    }
+    for (d = cmd->directive->parent; d; d = d->parent) {
+        for (i = 0; i < sizeof unseen / sizeof *unseen; i++) {
+            if (strcasecmp(d->directive, unseen[i]) == 0) {
+                return apr_pstrcat(cmd->pool, cmd->cmd->name, " cannot occur within ", d->directive,
+                                   "> section", NULL);
+            }
+        }
+    }
+    return NULL;
+}
+
 /* Refuses a directive where its phase cannot see it: PostReadRequest,
  * QuickHandler and MapToStorage see only the server's configuration,
- * TranslateName runs before <Directory> and <Files> apply, the server
- * phases run before any request. */
+ * TranslateName runs before <Directory>, <Files> and <Proxy> apply, the
+ * server phases run before any request. */
 static const char *check_context(cmd_parms *cmd)
 {
     int phase = (int)(intptr_t)cmd->info / MM_ORDER_COUNT;
@@ -131,7 +156,7 @@ static const char *check_context(cmd_parms *cmd)
     case MM_WHERE_SERVER:
         return ap_check_cmd_context(cmd, NOT_IN_DIR_CONTEXT | NOT_IN_HTACCESS);
     case MM_WHERE_URI:
-        return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_DIRECTORY | NOT_IN_FILES | NOT_IN_HTACCESS);
+        return check_uri_context(cmd);
     default:
         return ap_check_cmd_context(cmd, NOT_IN_LIMIT | NOT_IN_HTACCESS);
     }

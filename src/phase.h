@@ -16,7 +16,7 @@
  *   HOOK     httpd hook: registered with ap_hook_<HOOK>
  *   WHERE    where its directives may appear, i.e. which sections httpd has
  *            applied when the phase runs: DIR (server, virtual host, any
- *            section), URI (no <Directory> or <Files>: the file is not known
+ *            section), URI (no <Directory>, <Files> or <Proxy>: the file is not known
  *            yet), SERVER (server and virtual host only), GLOBAL (main server)
  *   DEFAULT  the phase result when the script never calls Apache.return
  *   ONERROR  the phase result when the script raises (access phases deny)

@@ -130,6 +130,56 @@ def test_directive_refused_where_its_phase_cannot_see_it(make_httpd, directive, 
     assert re.search(r"%s .*(cannot occur within|not allowed in) <%s>" % (directive, kind), out), out
 
 
+def test_translate_name_refused_in_proxy_and_in_if_within_files(make_httpd):
+    srv = make_httpd("context-proxy", "event", modules=("proxy",))
+    code, out = srv.configtest("""
+<Proxy "http://127.0.0.1:1/">
+    mrubyTranslateNameCode "Apache.rputs 1"
+</Proxy>
+""")
+    assert code != 0
+    assert "mrubyTranslateNameCode cannot occur within <Proxy> section" in out, out
+    code, out = srv.configtest("""
+<Files "x">
+    <If "true">
+        mrubyTranslateNameCode "Apache.rputs 1"
+    </If>
+</Files>
+""")
+    assert code != 0
+    assert "mrubyTranslateNameCode cannot occur within <Files> section" in out, out
+
+
+# <If> sections apply before TranslateName runs, as <Location> ones do.
+TRANSLATE_IN_IF = r"""
+<If "%{HTTP:X-Variant} == 'b'">
+    mrubyTranslateNameCode "r = Apache::Request.new; r.filename = '{root}/scripts/b.txt'; Apache.return Apache::OK"
+</If>
+<Location /loc>
+    <If "%{HTTP:X-Variant} == 'c'">
+        mrubyTranslateNameCode "r = Apache::Request.new; r.filename = '{root}/scripts/c.txt'; Apache.return Apache::OK"
+    </If>
+</Location>
+<Directory {root}/scripts>
+    Require all granted
+</Directory>
+"""
+
+
+def test_translate_name_in_if_runs(make_httpd, mpm):
+    srv = make_httpd("translate-if", mpm, TRANSLATE_IN_IF)
+    srv.write("htdocs/page.txt", "docroot")
+    srv.write("htdocs/loc/page.txt", "docroot loc")
+    srv.write("scripts/b.txt", "mapped b")
+    srv.write("scripts/c.txt", "mapped c")
+    srv.start()
+    assert srv.get("/page.txt").body == b"docroot"
+    assert srv.get("/page.txt", headers={"X-Variant": "b"}).body == b"mapped b"
+    assert srv.get("/loc/page.txt").body == b"docroot loc"
+    assert srv.get("/loc/page.txt", headers={"X-Variant": "c"}).body == b"mapped c"
+    assert srv.get("/page.txt", headers={"X-Variant": "c"}).body == b"docroot"
+
+
 def test_translate_name_is_allowed_in_location_and_virtual_host(make_httpd):
     srv = make_httpd("context-ok", "event")
     code, out = srv.configtest("""
