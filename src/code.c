@@ -134,6 +134,13 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
 
     c->error[0] = '\0';
     c->bin = NULL;
+    /* A UTF-8 byte order mark, which some editors put at the start of a
+     * file: Ruby skips it, mruby's parser would read it as the first
+     * characters of a method name (NoMethodError on every run). */
+    if (c->len >= 3 && memcmp(c->src, "\xEF\xBB\xBF", 3) == 0) {
+        c->src += 3;
+        c->len -= 3;
+    }
     v = mrb_protect_error(mrb, compile_body, c, &raised);
     if (raised) {
         snprintf(c->error, sizeof c->error, "%s: %s while compiling", c->name, mrb_obj_classname(mrb, v));

@@ -15,12 +15,24 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandler {root}/scripts/cached.rb cache
 </Location>
+<Location /bom>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/bom.rb
+</Location>
+<Location /bom_cached>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/bom_cached.rb cache
+</Location>
 """
+
+BOM = b"\xef\xbb\xbf"
 
 FILES = {
     "htdocs/page.mrb": 'Apache.rputs "v1"\n',
     "scripts/reloading.rb": 'Apache.rputs "r1"\n',
     "scripts/cached.rb": 'Apache.rputs "c1"\n',
+    "scripts/bom.rb": BOM + b'Apache.rputs "bom 1"\r\n',
+    "scripts/bom_cached.rb": BOM + b'Apache.rputs "bom cached"\n',
 }
 
 # One child per MPM (several threads on worker/event), so every request
@@ -74,3 +86,14 @@ def test_invalid_bytecode_is_500(server):
     r = server.get("/junk.mrb")
     assert r.status == 500
     server.wait_log(r"MRB00020: .*junk\.mrb: invalid or incompatible mruby bytecode")
+
+
+def test_scripts_starting_with_a_byte_order_mark(server):
+    # compiled while the configuration is read, with and without `cache`
+    assert bodies(server, "/bom", n=16) == {b"bom 1"}
+    assert bodies(server, "/bom_cached", n=16) == {b"bom cached"}
+    # compiled on a request: a changed file, a .mrb file
+    server.write("scripts/bom.rb", BOM + b'Apache.rputs "bom 2"\n')
+    assert bodies(server, "/bom", n=16) == {b"bom 2"}
+    server.write("htdocs/bom.mrb", BOM + b'Apache.rputs "bom mrb"\n')
+    assert bodies(server, "/bom.mrb", n=16) == {b"bom mrb"}
