@@ -11,6 +11,7 @@
  * thread's own VM. */
 
 #include "apr_file_io.h"
+#include "apr_lib.h"
 #include "apr_hash.h"
 #include "apr_strings.h"
 #include "apr_thread_mutex.h"
@@ -180,9 +181,14 @@ static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len)
     return (raised || mrb_nil_p(v)) ? NULL : mrb_proc_ptr(v);
 }
 
+/* mrbc's output starts with "RITE" and four digits, the format version
+ * ("0300"). The identifier alone would also match Ruby source that starts
+ * with a constant (RITES = ...), which must be compiled, not refused as
+ * bytecode. */
 static int is_rite(const char *data, apr_size_t len)
 {
-    return len >= 4 && memcmp(data, "RITE", 4) == 0;
+    return len >= 8 && memcmp(data, "RITE", 4) == 0 && apr_isdigit(data[4]) && apr_isdigit(data[5]) &&
+           apr_isdigit(data[6]) && apr_isdigit(data[7]);
 }
 
 /* Reads a whole script file into p. On success also fills *fi with the
@@ -480,9 +486,11 @@ static mrb_state *config_vm(void)
     return config_mrb;
 }
 
-/* Compiles src (for a directive) into a pconf image for s. */
+/* Compiles src (for a directive) into a pconf image for s. Only a file
+ * may hold bytecode: a directive's argument is text, and inline code is
+ * always Ruby. */
 static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char *name, const char *src,
-                                      apr_size_t len, int lineno)
+                                      apr_size_t len, int lineno, int file)
 {
     mrb_state *mrb = config_vm();
     mm_compile_t c = {name, src, len, lineno, 1};
@@ -492,7 +500,7 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
         return apr_psprintf(cmd->pool, "%s: cannot create an mruby state", cmd->cmd->name);
     }
     ai = mrb_gc_arena_save(mrb);
-    if (is_rite(src, len)) {
+    if (file && is_rite(src, len)) {
         if (load(mrb, (const uint8_t *)src, len) == NULL) {
             mrb_gc_arena_restore(mrb, ai);
             return apr_psprintf(cmd->pool, "%s: %s: invalid or incompatible mruby bytecode", cmd->cmd->name,
@@ -522,7 +530,7 @@ const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t *
     /* Ruby line numbers count from the directive's line, so backtraces point
      * into the configuration file itself. */
     s->name = apr_psprintf(cmd->pool, "%s:%d", file, line);
-    err = compile_for_config(cmd, s, file, code, strlen(code), line);
+    err = compile_for_config(cmd, s, file, code, strlen(code), line, 0);
     if (err) {
         return err;
     }
@@ -543,7 +551,7 @@ const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_s
         return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
     }
     s->name = s->path = apr_pstrdup(cmd->pool, path);
-    err = compile_for_config(cmd, s, path, src, len, 1);
+    err = compile_for_config(cmd, s, path, src, len, 1, 1);
     if (err) {
         return err;
     }

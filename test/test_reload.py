@@ -23,9 +23,19 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandler {root}/scripts/bom_cached.rb cache
 </Location>
+<Location /rite_file>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/rite.rb cache
+</Location>
+<Location /rite_inline>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "RITE_NAME ||= 'inline'; Apache.rputs RITE_NAME"
+</Location>
 """
 
 BOM = b"\xef\xbb\xbf"
+# Ruby that starts like mruby bytecode ("RITE"), but is not
+RITE_RB = 'RITES ||= %w[a b]\nApache.rputs RITES.join(",")\n'
 
 FILES = {
     "htdocs/page.mrb": 'Apache.rputs "v1"\n',
@@ -33,6 +43,7 @@ FILES = {
     "scripts/cached.rb": 'Apache.rputs "c1"\n',
     "scripts/bom.rb": BOM + b'Apache.rputs "bom 1"\r\n',
     "scripts/bom_cached.rb": BOM + b'Apache.rputs "bom cached"\n',
+    "scripts/rite.rb": RITE_RB,
 }
 
 # One child per MPM (several threads on worker/event), so every request
@@ -97,3 +108,10 @@ def test_scripts_starting_with_a_byte_order_mark(server):
     assert bodies(server, "/bom", n=16) == {b"bom 2"}
     server.write("htdocs/bom.mrb", BOM + b'Apache.rputs "bom mrb"\n')
     assert bodies(server, "/bom.mrb", n=16) == {b"bom mrb"}
+
+
+def test_ruby_starting_with_rite_is_compiled_not_taken_for_bytecode(server):
+    assert bodies(server, "/rite_file", n=8) == {b"a,b"}
+    assert bodies(server, "/rite_inline", n=8) == {b"inline"}
+    server.write("htdocs/rite.mrb", RITE_RB)
+    assert bodies(server, "/rite.mrb", n=8) == {b"a,b"}
