@@ -199,6 +199,13 @@ static const char *read_file(const char *path, apr_pool_t *p, char **data, apr_s
     apr_status_t rv;
     char *buf;
 
+    /* Opening a FIFO waits for a writer: `apachectl -t` (or the request)
+     * would hang. What is not a regular file is refused before it is opened;
+     * the check after opening covers a file replaced in between. */
+    rv = apr_stat(fi, path, APR_FINFO_TYPE, p);
+    if ((rv == APR_SUCCESS || rv == APR_INCOMPLETE) && fi->filetype != APR_REG) {
+        return apr_psprintf(p, "%s is not a regular file", path);
+    }
     rv = apr_file_open(&f, path, APR_FOPEN_READ | APR_FOPEN_BINARY, APR_OS_DEFAULT, p);
     if (rv != APR_SUCCESS) {
         return apr_psprintf(p, "cannot open %s: %pm", path, &rv);

@@ -2,6 +2,7 @@
 entry naming class, message, file:line and backtrace; the thread goes on
 serving. Bad code is refused by `apache2 -t`."""
 
+import os
 import re
 
 import pytest
@@ -180,6 +181,19 @@ def test_syntax_error_in_handler_file_fails_configtest(make_httpd, mpm):
     code, out = srv.configtest("mrubyHandler {root}/scripts/bad.rb cache\n")
     assert code != 0
     assert "bad.rb:" in out and "syntax error" in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_script_that_is_not_a_regular_file_fails_configtest(make_httpd, kind):
+    srv = make_httpd("notregular", "event")
+    path = srv.path("scripts/handler.rb")
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would wait for a writer
+    else:
+        os.mkdir(path)
+    code, out = srv.configtest("mrubyHandler {root}/scripts/handler.rb\n")
+    assert code != 0
+    assert "mrubyHandler: %s is not a regular file" % path in out, out
 
 
 def test_bad_second_argument_fails_configtest(make_httpd, mpm):
