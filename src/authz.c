@@ -59,16 +59,25 @@ static authz_status check_authorization(request_rec *r, const char *require_line
 }
 
 /* Which provider a line is for: mod_authz_core names it in the command's
- * temporary pool for `Require`; an <AuthzProviderAlias> names it as its
- * first argument. */
+ * temporary pool for `Require` (and leaves it there for the rest of the
+ * configuration); an <AuthzProviderAlias> names it as its first argument.
+ * mod_authz_core asks about an alias once it has read the directives
+ * inside it, and httpd leaves cmd->directive on the last of them: the
+ * alias is the section the directive is in, not necessarily the directive
+ * itself, and the note would name the provider of an earlier Require. */
 static const char *provider_name(cmd_parms *cmd)
 {
+    const ap_directive_t *d;
     const char *name = NULL;
 
-    if (cmd->directive && strcasecmp(cmd->directive->directive, "<AuthzProviderAlias") == 0) {
-        const char *args = cmd->directive->args;
+    if (cmd->directive && strcasecmp(cmd->directive->directive, "Require") != 0) {
+        for (d = cmd->directive; d; d = d->parent) {
+            if (strcasecmp(d->directive, "<AuthzProviderAlias") == 0) {
+                const char *args = d->args;
 
-        return ap_getword_conf(cmd->temp_pool, &args);
+                return ap_getword_conf(cmd->temp_pool, &args);
+            }
+        }
     }
     apr_pool_userdata_get((void **)&name, AUTHZ_PROVIDER_NAME_NOTE, cmd->temp_pool);
     return name;

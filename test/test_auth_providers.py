@@ -390,3 +390,41 @@ def test_many_clients_each_get_their_own_answer(srv):
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         wrong = [w for ws in pool.map(client, range(16)) for w in ws]
     assert wrong == []
+
+
+# mod_authz_core parses an alias's arguments after the directives inside
+# it: with one there, the alias must still be of its own provider, not of
+# the provider of the last Require line read before it.
+ALIAS_WITH_DIRECTIVES = r"""
+mrubyAuthzProviderCode team "z = Apache::AuthzProvider.new; Apache::Request.new.err_headers_out['X-Asked'] = 'team ' + z.args.join(','); Apache.return Apache::AuthzProvider::AUTHZ_DENIED"
+mrubyAuthzProviderCode everyone "Apache::Request.new.err_headers_out['X-Asked'] = 'everyone'; Apache.return Apache::AuthzProvider::AUTHZ_GRANTED"
+<Location /open>
+    Require everyone
+</Location>
+<AuthzProviderAlias team staff admins>
+    AuthName "staff only"
+    <IfModule authn_core_module>
+        AuthType Basic
+    </IfModule>
+</AuthzProviderAlias>
+<Location /staff>
+    Require staff
+</Location>
+"""
+
+
+def test_authz_provider_alias_with_directives_inside(make_httpd, mpm):
+    srv = make_httpd("alias-inside", mpm, ALIAS_WITH_DIRECTIVES, modules=("authn_core",))
+    srv.write("htdocs/staff/index.html", "secret")
+    srv.write("htdocs/open/index.html", "open")
+    srv.start()
+    r = srv.get("/staff/")
+    assert (r.status, r.headers["X-Asked"]) == (403, "team admins"), r
+    assert b"secret" not in r.body
+    assert srv.get("/open/").status == 200
+
+
+def test_authz_provider_alias_with_directives_inside_and_no_require_before(make_httpd):
+    srv = make_httpd("alias-first", "event", modules=("authn_core",))
+    code, out = srv.configtest(ALIAS_WITH_DIRECTIVES.replace("Require everyone", "Require all granted"))
+    assert code == 0, out
