@@ -38,6 +38,19 @@ def test_prefix_is_kept(srv):
     assert "x-forwarded-prefix" not in seen["headers"]
 
 
+def test_client_cannot_set_the_prefix(srv):
+    """X-Forwarded-Prefix reaches the application from route.rb only: one a
+    client sends would make it build its links (and the pages a cache
+    keeps) with a prefix of the client's choosing."""
+    forged = {"X-Forwarded-Prefix": "//evil.example"}
+    seen = backend_view(srv.get("/search/q", headers=forged))
+    assert "x-forwarded-prefix" not in seen["headers"]
+    seen = backend_view(srv.get("/v1/users", headers=dict(forged, Host="api.example.com")))
+    assert "x-forwarded-prefix" not in seen["headers"]
+    seen = backend_view(srv.get("/app/x", headers=forged))
+    assert seen["headers"]["x-forwarded-prefix"] == "/app"
+
+
 def test_route_by_host(srv):
     seen = backend_view(srv.get("/v1/users", headers={"Host": "API.example.com"}))
     assert seen["backend"] in ("app-1", "app-2")

@@ -19,6 +19,9 @@ return unless route
 
 _, prefix, balancer, replacement = route
 # The application can build its links with the prefix the client used.
+# The header is ours alone: one the client sent is dropped on every route,
+# or it would choose the prefix of the application's links.
+r.headers_in.delete("X-Forwarded-Prefix")
 mounted = prefix.chomp("/")
 r.headers_in["X-Forwarded-Prefix"] = mounted if prefix != replacement && !mounted.empty?
 # mod_proxy adds the query string (r.args) and X-Forwarded-For/-Host.
