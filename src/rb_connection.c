@@ -2,6 +2,7 @@
  * request (conn_rec), read-only. */
 
 #include "httpd.h"
+#include "http_core.h"
 
 #include <mruby.h>
 #include <mruby/class.h>
@@ -28,10 +29,18 @@ static mrb_value conn_remote_port(mrb_state *mrb, mrb_value self)
     return c->client_addr ? mrb_fixnum_value(c->client_addr->port) : mrb_nil_value();
 }
 
-/* The client's name if httpd looked it up (HostnameLookups), else nil. */
+/* The client's name under HostnameLookups On (or Double) for the request's
+ * section, else nil. httpd looks the name up only when something asks for
+ * it (often the access log, after the response), so the field alone would
+ * be NULL in every phase a script runs in; ap_get_remote_host makes the
+ * lookup then, and gives NULL for an address without a name where the
+ * field holds "" after a failed lookup. */
 static mrb_value conn_remote_host(mrb_state *mrb, mrb_value self)
 {
-    return mm_binding_str_or_nil(mrb, conn_of(mrb, self)->remote_host);
+    request_rec *r = mm_binding_unwrap(mrb, self, NULL);
+
+    return mm_binding_str_or_nil(mrb,
+                                 ap_get_remote_host(r->connection, r->per_dir_config, REMOTE_HOST, NULL));
 }
 
 static mrb_value conn_remote_logname(mrb_state *mrb, mrb_value self)

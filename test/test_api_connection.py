@@ -4,6 +4,9 @@ from httpd import module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
+<Location /lookup>
+    HostnameLookups On
+</Location>
 """
 
 FILES = {
@@ -21,6 +24,7 @@ FILES = {
         'note[Apache::Connection.new.remote_ip] = "allow"\n'
         'Apache.rputs note[Apache::Connection.new.remote_ip]\n'
     ),
+    "htdocs/lookup/host.mrb": 'Apache.rputs Apache::Connection.new.remote_host.inspect\n',
     "htdocs/stale.mrb": (
         'if $conn\n'
         '  begin; $conn.remote_ip; rescue RuntimeError; Apache.rputs "stale"; end\n'
@@ -40,6 +44,16 @@ def test_connection_fields(server):
     assert out[2] == "nil,nil"
     assert out[3] == "0,false,true,true"  # first request; http.client closes after one
     assert out[4] == "true"
+
+
+def test_remote_host_with_hostname_lookups(server):
+    """Under HostnameLookups On the name is looked up when asked for (httpd
+    itself looks it up only when something needs it); an address without
+    a name is nil."""
+    assert server.get("/lookup/host.mrb").text == '"localhost"'
+    assert server.get("/lookup/host.mrb", source="127.0.0.2").text == "nil"
+    # Off (the default), no lookup is made.
+    assert server.lines("/conn.mrb")[2] == "nil,nil"
 
 
 def test_keepalives_count_requests_on_one_connection(server):
