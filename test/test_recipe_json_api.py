@@ -68,6 +68,18 @@ def test_repeated_fields_and_forms(srv):
     assert doc["client"] == "127.0.0.1" and doc["user_agent"] is None
 
 
+def test_form_with_a_file(srv):
+    """A file field is echoed as its name, type and size."""
+    body = (b'--XyZ\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n'
+            b'--XyZ\r\nContent-Disposition: form-data; name="f"; filename="a\\"b.txt"\r\n'
+            b'Content-Type: text/plain\r\n\r\nfile body\r\n--XyZ--\r\n')
+    r, doc = api(srv, "/api/echo", "POST", body=body,
+                 headers={"Content-Type": "multipart/form-data; boundary=XyZ"})
+    assert r.status == 200
+    assert doc["form"] == {"note": ["hello"],
+                           "f": [{"filename": 'a"b.txt', "content_type": "text/plain", "size": 9}]}
+
+
 def test_not_found(srv):
     r, doc = api(srv, "/api/nothing")
     assert r.status == 404 and doc == {"error": "not found", "path": "/api/nothing"}

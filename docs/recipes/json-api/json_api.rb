@@ -42,8 +42,15 @@ def reply(r, status, body, headers = {})
   Apache.rputs "\n"
 end
 
+# A form's file field is echoed as what it is, not as its bytes.
 def fields(params)
-  params.keys.map { |k| [k, params.values_of(k)] }.to_h
+  params.keys.map do |k|
+    values = params.values_of(k).map do |v|
+      next v unless v.is_a?(Apache::FormFile)
+      { "filename" => v.filename, "content_type" => v.content_type, "size" => v.size }
+    end
+    [k, values]
+  end.to_h
 end
 
 def utc_iso8601(t)
