@@ -16,6 +16,7 @@ FILES = {"htdocs/api/ping.txt": "pong\n", "htdocs/api/index.html": "api\n", "htd
 srv = recipe_httpd("rate-limit", "DirectoryIndex index.html\n", FILES)
 
 LIMIT = 60
+ADDRESS_LIMIT = 600
 
 
 @pytest.fixture
@@ -56,6 +57,23 @@ def test_limit_per_address(srv, window):
     assert ping(srv, source="127.0.0.3").status == 429
     assert ping(srv, source="127.0.0.4").status == 200
     srv.wait_log(r"rate_limit\.rb:\d+: 127\.0\.0\.3 is over 60 requests a minute")
+
+
+def test_new_keys_do_not_escape_the_limit(srv, window):
+    """A key is a name the client chooses: a client sending a new one with
+    every request is still limited, by what its address may send with
+    keys (ADDRESS_LIMIT a minute)."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: ping(srv, "key-" + uuid.uuid4().hex, source="127.0.0.5").status,
+                                 range(ADDRESS_LIMIT + 20)))
+    assert statuses.count(200) == ADDRESS_LIMIT and statuses.count(429) == 20
+    r = ping(srv, "key-" + uuid.uuid4().hex, source="127.0.0.5")
+    assert r.status == 429 and r.headers["X-RateLimit-Limit"] == str(ADDRESS_LIMIT)
+    assert r.headers["X-RateLimit-Remaining"] == "0"
+    # Another address, and the same address without a key, are apart.
+    assert ping(srv, "key-" + uuid.uuid4().hex, source="127.0.0.6").status == 200
+    assert ping(srv, source="127.0.0.5").status == 200
+    srv.wait_log(r"rate_limit\.rb:\d+: 127\.0\.0\.5 is over %d requests a minute with API keys" % ADDRESS_LIMIT)
 
 
 def test_exact_under_concurrency(srv, window):
