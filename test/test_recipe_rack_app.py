@@ -42,7 +42,10 @@ def test_shorten_and_follow(srv):
 
 
 @pytest.mark.parametrize("url", ["", "example.com", "javascript:alert(1)", "ftp://example.com/f",
-                                 "http://", "https://exa mple.com/", "https://example.com/" + "x" * 2000])
+                                 "http://", "https://exa mple.com/", "https://example.com/" + "x" * 2000,
+                                 # control characters: no Location header can carry them
+                                 "https://example.com/a\x00b", "https://example.com/\x01", "https://example.com/\x7f",
+                                 "https://exa\x1bmple.com/"])
 def test_refused(srv, url):
     r = shorten(srv, url)
     assert r.status == 422 and r.body == b"url must be an http or https URL\n"

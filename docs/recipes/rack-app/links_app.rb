@@ -30,7 +30,9 @@ class LinkShortener
 
   def shorten(env)
     url = form_fields(env["rack.input"].read)["url"].to_s.strip
-    unless url.size <= MAX_URL && url =~ /\Ahttps?:\/\/[^\s\/]+[^\s]*\z/i
+    # No spaces nor control characters: the link's Location header could
+    # not carry them (following the link would fail with a 500).
+    unless url.size <= MAX_URL && url =~ /\Ahttps?:\/\/[^[:space:][:cntrl:]\/]+[^[:space:][:cntrl:]]*\z/i
       return [422, { "Content-Type" => "text/plain" }, ["url must be an http or https URL\n"]]
     end
     code = nil
