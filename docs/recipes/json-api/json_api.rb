@@ -64,30 +64,37 @@ ENDPOINTS = {
 }
 
 r = Apache::Request.new
-allowed = ENDPOINTS[r.uri]
-if allowed.nil?
-  reply(r, 404, { "error" => "not found", "path" => r.uri })
-elsif !allowed.include?(r.method)
-  reply(r, 405, { "error" => "method not allowed", "allowed" => allowed }, "Allow" => allowed.join(", "))
-elsif r.uri == "/api/status"
-  board = Apache::Scoreboard.new
-  reply(r, 200, {
-    "status" => "ok",
-    "server" => Apache.server_version,
-    "mpm" => Apache.mpm,
-    "threaded" => Apache.threaded?,
-    "uptime" => board.uptime,
-    "workers" => { "busy" => board.busy_worker, "idle" => board.idle_worker },
-    "load" => board.loadavg,
-    "time" => utc_iso8601(Time.now),
-  })
-else
-  reply(r, 200, {
-    "method" => r.method,
-    "path" => r.uri,
-    "query" => fields(r.query_params),
-    "form" => r.method == "POST" ? fields(r.form_params) : {},
-    "user_agent" => r.headers_in["User-Agent"],
-    "client" => r.connection.useragent_ip,
-  })
+begin
+  allowed = ENDPOINTS[r.uri]
+  if allowed.nil?
+    reply(r, 404, { "error" => "not found", "path" => r.uri })
+  elsif !allowed.include?(r.method)
+    reply(r, 405, { "error" => "method not allowed", "allowed" => allowed }, "Allow" => allowed.join(", "))
+  elsif r.uri == "/api/status"
+    board = Apache::Scoreboard.new
+    reply(r, 200, {
+      "status" => "ok",
+      "server" => Apache.server_version,
+      "mpm" => Apache.mpm,
+      "threaded" => Apache.threaded?,
+      "uptime" => board.uptime,
+      "workers" => { "busy" => board.busy_worker, "idle" => board.idle_worker },
+      "load" => board.loadavg,
+      "time" => utc_iso8601(Time.now),
+    })
+  else
+    reply(r, 200, {
+      "method" => r.method,
+      "path" => r.uri,
+      "query" => fields(r.query_params),
+      "form" => r.method == "POST" ? fields(r.form_params) : {},
+      "user_agent" => r.headers_in["User-Agent"],
+      "client" => r.connection.useragent_ip,
+    })
+  end
+rescue Apache::HTTPError => e
+  # What the API refuses while reading the request (a body over
+  # mrubyRequestBodyLimit: 413; a multipart form without a boundary: 400)
+  # is answered in JSON too. No output was written yet: reply comes last.
+  reply(r, e.status, { "error" => e.status == 413 ? "request body too large" : "bad request" })
 end
