@@ -45,8 +45,9 @@ class LinkShortener
     [201, { "Location" => link, "Content-Type" => "text/plain" }, ["#{link}\n"]]
   end
 
-  # From the kernel's generator: mruby 3.1's rand starts every VM from the
-  # same seed, and codes others can guess would let them list the links.
+  # From the kernel's generator: rand is not for secrets (a small generator
+  # whose next numbers follow from the codes it gave), and codes others can
+  # guess would let them list the links.
   # Bytes of 248 and more are skipped: 248 = 4 * 62 keeps every letter
   # equally likely.
   def random_code
