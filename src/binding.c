@@ -335,8 +335,8 @@ void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level
     apr_pool_t *tmp = NULL, *p;
 
     if (level < APLOG_EMERG || level > APLOG_TRACE8) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR, "log level %d: use Apache::APLOG_EMERG .. APLOG_TRACE8",
-                   (int)level);
+        /* the level as given: cut to an int, 2**32 + 4 would read 4 */
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "log level %i: use Apache::APLOG_EMERG .. APLOG_TRACE8", level);
     }
     if (!mrb_string_p(msg)) {
         msg = mrb_obj_as_string(mrb, msg);

@@ -30,6 +30,10 @@ FILES = {
         '  Apache.rputs "bad level refused"\n'
         'end\n'
     ),
+    "htdocs/log_level.mrb": (
+        'begin; Apache.log 2**32 + 4, "x"; rescue ArgumentError => e; Apache.echo e.message; end\n'
+        'begin; Apache::Request.new.log(-2**40, "x"); rescue ArgumentError => e; Apache.echo e.message; end\n'
+    ),
     "htdocs/syslog.mrb": 'Apache.syslogger Apache::LOG_INFO, "mod_mruby syslog test"\nApache.syslog 6, "again"\n'
                      'begin; Apache.syslogger 2**32 + 6, "x"; rescue ArgumentError => e; Apache.rputs e.message + " "; end\n'
                      'Apache.rputs "ok"\n',
@@ -90,6 +94,14 @@ def test_errlogger_logs_with_script_file_and_line(server):
     assert "%s:2: bin\\\\x00ary\\nnext" % script in err
     dbg = server.wait_log(r"MRB00400: .*:3: 42")[-1]
     assert "[mruby:debug]" in dbg
+
+
+def test_bad_level_is_named_as_given(server):
+    # not cut to 32 bits (which read 4, a valid level, and 0)
+    assert server.lines("/log_level.mrb") == [
+        "log level 4294967300: use Apache::APLOG_EMERG .. APLOG_TRACE8",
+        "log level -1099511627776: use Apache::APLOG_EMERG .. APLOG_TRACE8",
+    ]
 
 
 def test_logging_in_server_phases(server):
