@@ -36,5 +36,12 @@ out = r.err_headers_out
 headers.each do |name, value|
   # Browsers ignore Strict-Transport-Security over plain http: it is sent
   # anyway, so the same policy holds behind a TLS-terminating proxy.
-  out[name] = value unless value.nil?
+  # A dropped header is removed, not only left unset: PostReadRequest saw
+  # the path as the client spelt it ("/%61pi-docs/"), which may have
+  # missed the exception that Fixups, with the decoded path, applies.
+  if value.nil?
+    out.delete(name)
+  else
+    out[name] = value
+  end
 end
