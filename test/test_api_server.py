@@ -11,6 +11,7 @@ LimitRequestFields 60
 Listen 127.0.0.1:{vport}
 <VirtualHost 127.0.0.1:{vport}>
     ServerName vhost.example.test
+    ServerPath /legacy
     DocumentRoot "{docroot}"
 </VirtualHost>
 """
@@ -75,6 +76,8 @@ def test_main_server(server):
     assert int(f["loglevel"]) == 4  # LogLevel warn
     assert f["same"] == "true"
     assert f["path"] == "nil" and f["pathlen"] == "0"
+    # the main server has no <VirtualHost> of its own
+    assert f["defn_name"] == "nil" and f["defn_line_number"] == "0"
 
 
 def test_virtual_host(server):
@@ -84,6 +87,8 @@ def test_virtual_host(server):
     assert f["is_virtual"] == "1" and f["virtual?"] == "true"
     assert f["defn_name"].endswith('httpd.conf"')
     assert int(f["defn_line_number"]) > 0
+    # ServerPath, not where the server was defined
+    assert f["path"] == '"/legacy"' and f["pathlen"] == "7"
 
 
 def test_server_is_read_only(server):
