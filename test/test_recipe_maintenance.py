@@ -3,7 +3,10 @@ maintenance mode on and off while the server runs; clients get a 503 page
 with the flag's message, administrators (127.0.0.1) get through. Other
 clients come from 127.0.0.2."""
 
+import collections
+import concurrent.futures
 import os
+import threading
 
 import pytest
 
@@ -72,3 +75,27 @@ def test_off_again(srv, flag):
     os.unlink(os.path.join(server_root(srv), "mruby", "maintenance.on"))
     r = srv.get("/", source=VISITOR)
     assert r.status == 200 and r.body == b"the site\n"
+
+
+def test_switching_while_requests_arrive(srv):
+    """A flag removed between the script's look for it and its read means
+    maintenance is off, not an error: while the flag is switched on and off
+    as fast as can be, every answer is the site or the maintenance page."""
+    path = os.path.join(server_root(srv), "mruby", "maintenance.on")
+    stop = threading.Event()
+
+    def switch():
+        while not stop.is_set():
+            with open(path, "w") as f:
+                f.write("back soon\n")
+            os.unlink(path)
+
+    switcher = threading.Thread(target=switch)
+    switcher.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            statuses = collections.Counter(pool.map(lambda _: srv.get("/", source=VISITOR).status, range(3000)))
+    finally:
+        stop.set()
+        switcher.join()
+    assert set(statuses) <= {200, 503}, statuses

@@ -19,7 +19,15 @@ if ADMINS.include?(r.connection.useragent_ip)
   return
 end
 
-message = File.open(FLAG) { |f| f.gets }.to_s.strip
+message =
+  begin
+    File.open(FLAG) { |f| f.gets }
+  rescue StandardError
+    # Removed since File.exist? above: maintenance is over, serve the
+    # site. (A flag httpd's user cannot read still means maintenance.)
+    return unless File.exist?(FLAG)
+  end
+message = message.to_s.strip
 message = "We will be back shortly." if message.empty?
 r.status = Apache::HTTP_SERVICE_UNAVAILABLE
 r.content_type = "text/html; charset=utf-8"
