@@ -32,6 +32,13 @@ def test_intranet_from_an_allowed_network(srv):
     assert r.status == 200 and r.body == b"internal page\n"
 
 
+def test_intranet_without_its_slash_from_elsewhere(srv):
+    # not the redirect to /intranet/ (or, behind a ProxyPass /intranet, the
+    # backend's answer): the path is inside the protected prefix
+    assert srv.get("/intranet", source="127.0.0.2").status == 403
+    assert srv.get("/intranet").status == 301
+
+
 def test_intranet_from_elsewhere(srv):
     r = srv.get("/intranet/page.txt", source="127.0.0.2")
     assert r.status == 403

@@ -60,8 +60,9 @@ if agent && agent =~ BLOCKED_AGENTS
   return
 end
 
-# The longest protected prefix of the path decides.
-prefix = PROTECTED.keys.select { |p| r.uri.start_with?(p) }.max_by(&:size)
+# The longest protected prefix of the path decides; "/intranet" itself is
+# inside "/intranet/" (a ProxyPass or Alias of /intranet answers it).
+prefix = PROTECTED.keys.select { |p| r.uri.start_with?(p) || r.uri + "/" == p }.max_by(&:size)
 if prefix
   client = ip_words(r.connection.useragent_ip)
   unless PROTECTED[prefix].any? { |cidr| in_network?(client, cidr) }
