@@ -34,7 +34,8 @@ static const char *escaped(apr_pool_t *p, mrb_state *mrb, mrb_value str)
     return ap_escape_logitem(p, apr_pstrmemdup(p, RSTRING_PTR(str), RSTRING_LEN(str)));
 }
 
-/* Reads the exception's text; calls into Ruby (#message), hence protected. */
+/* Reads the exception's text; calls into Ruby (#message, #to_s of what the
+ * backtrace holds), hence protected. */
 static mrb_value describe(mrb_state *mrb, void *ud)
 {
     mm_exc_text_t *t = ud;
@@ -44,13 +45,21 @@ static mrb_value describe(mrb_state *mrb, void *ud)
     t->message = escaped(t->p, mrb, mrb_obj_as_string(mrb, msg));
     if (mrb_array_p(bt) && RARRAY_LEN(bt) > 0) {
         mrb_int i, n = RARRAY_LEN(bt);
-        char *where;
+        char *where = NULL;
         const char *list = NULL;
 
-        for (i = 0; i < n && i < MM_BACKTRACE_MAX; i++) {
+        /* The lines are read from a copy: the backtrace is the script's
+         * Array (set_backtrace keeps it as given, and the script may add
+         * any object to it later), and the #to_s of one of its objects may
+         * empty it while this loop reads it. */
+        bt = mrb_ary_new_from_values(mrb, n < MM_BACKTRACE_MAX ? n : MM_BACKTRACE_MAX, RARRAY_PTR(bt));
+        for (i = 0; i < RARRAY_LEN(bt); i++) {
             mrb_value line = mrb_obj_as_string(mrb, RARRAY_PTR(bt)[i]);
             const char *text = escaped(t->p, mrb, line);
 
+            if (where == NULL) {
+                where = apr_pstrdup(t->p, text);
+            }
             list = list ? apr_pstrcat(t->p, list, ", ", text, NULL) : text;
         }
         if (n > MM_BACKTRACE_MAX) {
@@ -58,7 +67,6 @@ static mrb_value describe(mrb_state *mrb, void *ud)
         }
         t->backtrace = list;
         /* "file:line:in method" -> "file:line" */
-        where = apr_pstrdup(t->p, escaped(t->p, mrb, mrb_obj_as_string(mrb, RARRAY_PTR(bt)[0])));
         if (strstr(where, ":in ")) {
             *strstr(where, ":in ") = '\0';
         }

@@ -47,6 +47,10 @@ ErrorDocument 500 "custom error page"
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.const_get(Apache::Request.new.args).new"
 </Location>
+<Location /backtrace_emptied>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/emptied.rb
+</Location>
 <Location /newline>
     SetHandler mruby-native-script
     mrubyHandlerCode "raise %Q(line1\nline2)"
@@ -61,15 +65,34 @@ end
 helper
 """
 
+# An exception whose backtrace (an Array of the script's, as set_backtrace
+# keeps it) holds an object whose #to_s empties that Array while the log
+# entry is being written.
+EMPTIED_RB = """class Emptier
+  def to_s
+    $lines.clear
+    GC.start
+    "emptier"
+  end
+end
+$lines = (1..15).map { |i| "line %d of a long backtrace" % i }
+e = RuntimeError.new("backtrace emptied")
+e.set_backtrace($lines)
+$lines.unshift(Emptier.new)
+raise e
+"""
+
+FILES = {"scripts/raise.rb": RAISE_RB, "scripts/emptied.rb": EMPTIED_RB}
+
 # One worker thread in all: consecutive requests meet the same VM.
-server = module_httpd("errors", BODY, files={"scripts/raise.rb": RAISE_RB},
-                      mpm_conf=None)
+server = module_httpd("errors", BODY, files=FILES, mpm_conf=None)
 
 
 @pytest.fixture(params=["prefork", "worker", "event"])
 def single(request, make_httpd):
     srv = make_httpd("single", request.param, BODY, mpm_conf=SINGLE_WORKER[request.param])
-    srv.write("scripts/raise.rb", RAISE_RB)
+    for rel, content in FILES.items():
+        srv.write(rel, content)
     return srv.start()
 
 
@@ -102,6 +125,17 @@ def test_next_request_on_the_same_thread_is_fine(single):
     r = single.get("/ok")
     assert (r.status, r.body) == (200, b"ok 2")  # same VM: globals persist
     single.wait_log(r"MRB00030: .*NoMethodError")
+
+
+def test_backtrace_emptied_while_it_is_logged(single):
+    # The log entry is written from what the backtrace held when it was
+    # read: the child goes on with the same VM (it crashed reading past the
+    # end of the emptied Array).
+    assert single.get("/ok").body == b"ok 1"
+    assert single.get("/backtrace_emptied").status == 500
+    line = single.wait_log(r"MRB00030: .*RuntimeError at emptier: backtrace emptied")[-1]
+    assert "line 15 of a long backtrace" in line
+    assert single.get("/ok").body == b"ok 2"
 
 
 def test_output_before_exception_is_discarded(server):
