@@ -298,16 +298,29 @@ static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
     mm_run_t *run = mm_vm_of(mrb)->run;
     struct RProc *block = mm_code_fiber_block(run->vm, run->loaded);
     struct RBasic *fiber = mrb_obj_alloc(mrb, MRB_TT_FIBER, run->vm->fiber_class);
+    struct mrb_context *cxt;
 
     run->escape = mrb->jmp;
     run->fiber = mrb_obj_value(fiber);
     mrb_funcall_with_block(mrb, run->fiber, run->vm->sym_initialize, 0, NULL, mrb_obj_value(block));
+    /* initialize is looked up like any method: a script may have redefined
+     * it (in any phase; it lasts as long as the VM), and one that does not
+     * give the block to mruby's own leaves the fiber without a context, or
+     * running something else. Nothing can be run in such a fiber, nor in
+     * the fibers of the VM's later runs: it is replaced. */
+    cxt = ((struct RFiber *)fiber)->cxt;
+    if (cxt == NULL || cxt->status != MRB_FIBER_CREATED || cxt->cibase->proc != block) {
+        run->vm->retire = 1;
+        mrb_raise(mrb, E_RUNTIME_ERROR,
+                  "Fiber#initialize was redefined: a script that may sleep cannot run in a fiber of this VM, "
+                  "which is replaced");
+    }
     /* Fiber#initialize leaves the fiber's first frame without a target
      * class (it sets one only over an existing value): `def` would fail,
      * and the VM takes a frame without one for a frame whose fiber was
      * switched, so a C method's return would look like a yield. The
      * script's top level defines into Object. */
-    ((struct RFiber *)fiber)->cxt->cibase->u.target_class = mrb->object_class;
+    cxt->cibase->u.target_class = mrb->object_class;
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
 
     return run->fiber;

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from httpd import Httpd, assert_blocks_keep_their_runs, module_httpd
+from httpd import SINGLE_WORKER, Httpd, assert_blocks_keep_their_runs, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -187,6 +187,34 @@ def test_yielding_the_script_fiber_directly_is_an_error(server):
         return
     assert server.get("/yield.mrb").status == 500
     server.wait_log(r"MRB00060: Handler script .*yield\.mrb yielded its own fiber")
+
+
+REDEFINED_FIBER = r"""
+<Location /redefine_fiber>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "class Fiber; def initialize(*args, &block); end; end; Apache.rputs 'redefined'"
+</Location>
+<Location /sleep>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
+</Location>
+"""
+
+
+def test_fiber_initialize_redefined_by_a_script(make_httpd, mpm):
+    # One thread: the script that sleeps meets the VM where Fiber#initialize
+    # was redefined. Its fiber cannot be made (the child crashed on the
+    # fiber left without a context): a 500, and the VM is replaced.
+    srv = make_httpd("fiberinit", mpm, REDEFINED_FIBER, mpm_conf=SINGLE_WORKER[mpm]).start()
+    assert srv.get("/redefine_fiber").body == b"redefined"
+    r = srv.get("/sleep")
+    if mpm == "event":
+        assert r.status == 500
+        srv.wait_log(r"MRB00030: Handler script .* raised RuntimeError .*Fiber#initialize was redefined")
+    else:
+        assert (r.status, r.body) == (200, b"ab")  # no fiber: the sleep blocks
+    r = srv.get("/sleep")
+    assert (r.status, r.body) == (200, b"ab")
 
 
 # ------------------------------------------------------------ event MPM
