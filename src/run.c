@@ -550,6 +550,26 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
     }
 }
 
+/* mruby raises the same SystemStackError and NoMemoryError objects every
+ * time, and gives an exception a backtrace only if it has none: the first
+ * one raised in a VM would be logged as where all later ones were raised.
+ * Their backtraces go when an outermost run ends. */
+static void forget_shared_backtraces(mm_vm_t *vm)
+{
+    mrb_state *mrb = vm->mrb;
+    struct RObject *shared[2];
+    size_t i;
+
+    shared[0] = mrb->stack_err;
+    shared[1] = mrb->nomem_err;
+    for (i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        if (shared[i] && !mrb_frozen_p(shared[i]) &&
+            mrb_iv_defined(mrb, mrb_obj_value(shared[i]), vm->sym_backtrace)) {
+            mrb_iv_remove(mrb, mrb_obj_value(shared[i]), vm->sym_backtrace);
+        }
+    }
+}
+
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
  * request r or, when r is NULL, for server s. p holds what the run
  * allocates. slot, if not NULL, is the rest of the phase, kept should the
@@ -608,6 +628,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     vm->run = run.outer;
     if (run.outer == NULL) {
         mm_regexp_forget(vm);
+        forget_shared_backtraces(vm);
         mm_vm_ran(vm, s);
     }
     mm_vm_unlock(vm);
@@ -694,6 +715,7 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
     mm_regexp_forget(vm);
+    forget_shared_backtraces(vm);
     if (result == SUSPENDED) {
         return SUSPENDED;
     }

@@ -82,6 +82,7 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     seed_random(mrb);
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
+    mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
 
     return mrb_nil_value();
 }

@@ -31,6 +31,7 @@ struct mm_vm {
     uintptr_t serial;           /* counts runs; wrapper objects remember theirs */
     struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
     mrb_sym sym_initialize;     /* :initialize, interned once */
+    mrb_sym sym_backtrace;      /* :backtrace (an exception's), interned once */
 
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock

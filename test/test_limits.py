@@ -7,6 +7,7 @@ directive is refused (tested here); the timeout tests run against the
 module built from mruby's source (script/test does both)."""
 
 import os
+import re
 import time
 
 import pytest
@@ -29,6 +30,10 @@ mrubyMemoryLimit 16M
 <Location /recurse>
     SetHandler mruby-native-script
     mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
+</Location>
+<Location /recurse_other>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def other_way(n); [n].each { |i| other_way(i + 1) }; end; other_way(0)"
 </Location>
 <Location /ensure>
     SetHandler mruby-native-script
@@ -66,6 +71,22 @@ def test_endless_recursion_is_a_clean_500(server):
     assert r.status == 500
     server.wait_log(r"MRB00030: Handler script .* raised SystemStackError")
     assert server.get("/count").status == 200
+
+
+def test_each_endless_recursion_is_logged_where_it_happened(server):
+    # mruby raises one SystemStackError object each time, and keeps the
+    # backtrace of an exception that has one: every overflow after the
+    # first in a VM was logged with the first one's backtrace.
+    for path, method in (("/recurse", "deeper"), ("/recurse_other", "other_way"),
+                         ("/recurse", "deeper")):
+        before = len(server.log_lines(r"raised SystemStackError"))
+        assert server.get(path).status == 500
+        deadline = time.time() + 10
+        while len(server.log_lines(r"raised SystemStackError")) == before and time.time() < deadline:
+            time.sleep(0.05)
+        line = server.log_lines(r"raised SystemStackError")[-1]
+        backtrace = line.split("[backtrace: ", 1)[1]
+        assert re.match(r"%s:\d+:in %s," % (re.escape(server.conf_path), method), backtrace), line
 
 
 def test_exception_raised_in_ensure(server):
