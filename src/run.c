@@ -570,6 +570,19 @@ static void forget_shared_backtraces(mm_vm_t *vm)
     }
 }
 
+/* The collector's settings are the VM's: a script that turned it off
+ * (GC.disable) or all but off (a huge GC.interval_ratio) left it so for
+ * every later request of its thread, whose garbage then piled up for good.
+ * They are put back when an outermost run ends. */
+static void restore_gc(mm_vm_t *vm)
+{
+    mrb_gc *gc = &vm->mrb->gc;
+
+    gc->disabled = FALSE;
+    gc->interval_ratio = vm->gc_interval_ratio;
+    gc->step_ratio = vm->gc_step_ratio;
+}
+
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
  * request r or, when r is NULL, for server s. p holds what the run
  * allocates. slot, if not NULL, is the rest of the phase, kept should the
@@ -629,6 +642,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     if (run.outer == NULL) {
         mm_regexp_forget(vm);
         forget_shared_backtraces(vm);
+        restore_gc(vm);
         mm_vm_ran(vm, s);
     }
     mm_vm_unlock(vm);
@@ -716,6 +730,7 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     vm->run = NULL;
     mm_regexp_forget(vm);
     forget_shared_backtraces(vm);
+    restore_gc(vm);
     if (result == SUSPENDED) {
         return SUSPENDED;
     }

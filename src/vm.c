@@ -83,6 +83,8 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
+    mm_vm_of(mrb)->gc_interval_ratio = mrb->gc.interval_ratio;
+    mm_vm_of(mrb)->gc_step_ratio = mrb->gc.step_ratio;
 
     return mrb_nil_value();
 }

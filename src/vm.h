@@ -32,6 +32,8 @@ struct mm_vm {
     struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
     mrb_sym sym_initialize;     /* :initialize, interned once */
     mrb_sym sym_backtrace;      /* :backtrace (an exception's), interned once */
+    int gc_interval_ratio;      /* the collector's settings before any script ran */
+    int gc_step_ratio;
 
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock

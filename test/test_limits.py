@@ -35,6 +35,14 @@ mrubyMemoryLimit 16M
     SetHandler mruby-native-script
     mrubyHandlerCode "def other_way(n); [n].each { |i| other_way(i + 1) }; end; other_way(0)"
 </Location>
+<Location /gc_off>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "GC.disable; GC.interval_ratio = 1_000_000; GC.step_ratio = 1; Apache.rputs 'off'"
+</Location>
+<Location /gc_state>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "was_off = GC.enable; Apache.rputs [was_off, GC.interval_ratio, GC.step_ratio].join(' ')"
+</Location>
 <Location /ensure>
     SetHandler mruby-native-script
     mrubyHandlerCode "begin; raise 'first'; ensure; raise IndexError, 'raised in ensure'; end"
@@ -87,6 +95,15 @@ def test_each_endless_recursion_is_logged_where_it_happened(server):
         line = server.log_lines(r"raised SystemStackError")[-1]
         backtrace = line.split("[backtrace: ", 1)[1]
         assert re.match(r"%s:\d+:in %s," % (re.escape(server.conf_path), method), backtrace), line
+
+
+def test_a_script_leaves_the_collector_as_it_found_it(server):
+    # GC.disable (or a huge interval ratio) in one script lasted for the
+    # VM's later requests, whose garbage was then never collected.
+    default = server.get("/gc_state").body
+    assert default.startswith(b"false ")
+    assert server.get("/gc_off").body == b"off"
+    assert server.get("/gc_state").body == default
 
 
 def test_exception_raised_in_ensure(server):
