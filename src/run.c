@@ -379,12 +379,24 @@ static void release_fiber(mm_run_t *run)
     }
 }
 
+/* A script's fiber that stopped in the middle (asleep, or it yielded it
+ * itself) is the harness's to resume, nobody else's: a script of another
+ * request that kept it (Fiber.current in a global) and resumed it would
+ * run the rest of the sleeper in its own run, and the child crashed when
+ * the sleeper woke. Marked as resumed (as it is, by the harness), it is
+ * refused by Fiber#resume and #transfer ("double resume"). */
+static void hold_fiber(mm_run_t *run)
+{
+    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_RESUMED;
+}
+
 static mrb_value run_resume(mrb_state *mrb, void *ud)
 
 {
     mm_run_t *run = ud;
 
     run->escape = mrb->jmp;
+    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_SUSPENDED;
     mrb_fiber_resume(mrb, run->fiber, 0, NULL);
     return run->fiber;
 }
@@ -535,6 +547,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         if (!is_sleeping(run)) {
             return run->forced != MM_STATUS_UNSET ? forced_result(run) : result_of_return(run);
         }
+        hold_fiber(run);
         if (run->sleep < 0) {
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
                           MM_LOGNO(00060) "%s script %s yielded its own fiber: use Apache::Async.sleep",

@@ -217,6 +217,32 @@ def test_fiber_initialize_redefined_by_a_script(make_httpd, mpm):
     assert (r.status, r.body) == (200, b"ab")
 
 
+KEPT_FIBER = r"""
+<Location /keep_fiber>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$sleeper = Fiber.current; Apache.rputs 'a'; Apache::Async.sleep 500; Apache.rputs 'b'"
+</Location>
+<Location /resume_kept>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "begin; $sleeper.resume; Apache.rputs 'resumed'; rescue FiberError => e; Apache.rputs e.message; end"
+</Location>
+"""
+
+
+def test_another_request_cannot_resume_a_sleeping_script(make_httpd):
+    # One thread, so one VM: while the first script sleeps, the second one
+    # resumes the fiber it kept. That ran the sleeper's script in the
+    # second request, and the child crashed when the sleeper woke.
+    srv = make_httpd("keptfiber", "event", KEPT_FIBER, mpm_conf=SINGLE_WORKER["event"]).start()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        sleeper = pool.submit(srv.get, "/keep_fiber")
+        time.sleep(0.2)
+        r = srv.get("/resume_kept")
+        assert (r.status, r.body) == (200, b"double resume")
+        r = sleeper.result()
+    assert (r.status, r.body) == (200, b"ab")
+
+
 # ------------------------------------------------------------ event MPM
 
 TWO_THREADS = dict(StartServers=1, ServerLimit=1, ThreadsPerChild=2, MinSpareThreads=2,
