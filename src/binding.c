@@ -309,8 +309,13 @@ int mm_binding_caller(mrb_state *mrb, const char **file, int *line)
 const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int all)
 {
     static const char hex[] = "0123456789abcdef";
-    char *out = apr_palloc(p, len * 4 + 1), *o = out;
+    char *out, *o;
     size_t i;
+
+    if (len > MM_LOG_TEXT_MAX) {
+        len = MM_LOG_TEXT_MAX;
+    }
+    out = o = apr_palloc(p, len * 4 + 1);
 
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char)data[i];

@@ -84,6 +84,14 @@ int mm_binding_caller(mrb_state *mrb, const char **file, int *line);
 /* Logs msg (any String; escaped) at level, tagged with the calling script's
  * file:line; to r's log when r is given, else to s's. */
 void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level, mrb_value msg);
+
+/* The most of a script's text that goes into one log entry: httpd writes
+ * no longer an entry (MAX_STRING_LEN), nor do syslog daemons. Text from a
+ * script may be any size: only this much of it is copied and escaped. */
+#define MM_LOG_TEXT_MAX 8192
+
+/* The first MM_LOG_TEXT_MAX bytes of data, made printable for a log (see
+ * binding.c), allocated from p. */
 const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int all);
 
 /* Table-driven methods: defines name on c as fn with the index i stored in

@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "binding.h"
 #include "error.h"
 #include "mod_mruby.h"
 
@@ -29,9 +30,13 @@ typedef struct {
     const char *backtrace;
 } mm_exc_text_t;
 
+/* Only the start of a long text is copied: the entry holds no more. */
 static const char *escaped(apr_pool_t *p, mrb_state *mrb, mrb_value str)
 {
-    return ap_escape_logitem(p, apr_pstrmemdup(p, RSTRING_PTR(str), RSTRING_LEN(str)));
+    apr_size_t len = (apr_size_t)RSTRING_LEN(str);
+
+    return ap_escape_logitem(
+        p, apr_pstrmemdup(p, RSTRING_PTR(str), len > MM_LOG_TEXT_MAX ? MM_LOG_TEXT_MAX : len));
 }
 
 /* Reads the exception's text; calls into Ruby (#message, #to_s of what the

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from httpd import SINGLE_WORKER, module_httpd
+from httpd import SINGLE_WORKER, measures_memory, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -50,6 +50,18 @@ ErrorDocument 500 "custom error page"
 <Location /backtrace_emptied>
     SetHandler mruby-native-script
     mrubyHandler {root}/scripts/emptied.rb
+</Location>
+<Location /big_message>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "raise 1.chr * 40_000_000"
+</Location>
+<Location /big_log>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.errlogger Apache::APLOG_ERR, 0.chr * 40_000_000; Apache.rputs 'logged'"
+</Location>
+<Location /peak>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs File.read('/proc/self/status').split(10.chr).find { |l| l.start_with?('VmHWM') }.split[1]"
 </Location>
 <Location /newline>
     SetHandler mruby-native-script
@@ -136,6 +148,19 @@ def test_backtrace_emptied_while_it_is_logged(single):
     line = single.wait_log(r"MRB00030: .*RuntimeError at emptier: backtrace emptied")[-1]
     assert "line 15 of a long backtrace" in line
     assert single.get("/ok").body == b"ok 2"
+
+
+@measures_memory
+@pytest.mark.parametrize("path", ["/big_message", "/big_log"])
+def test_long_text_for_the_log_is_not_copied_whole(single, path):
+    # A log entry holds 8 KB: a 40 MB message was copied whole, and escaped
+    # (4 bytes for a control byte or a NUL), and the child's memory peaked
+    # some 200 MB above the script's own String.
+    before = int(single.get("/peak").body)
+    single.get(path)
+    single.wait_log(r"MRB00(030|400): .*x0[01].*x0[01]")
+    grown_mb = (int(single.get("/peak").body) - before) / 1024
+    assert grown_mb < 100, grown_mb
 
 
 def test_output_before_exception_is_discarded(server):
