@@ -246,11 +246,10 @@ char *mm_binding_header_str(mrb_state *mrb, apr_pool_t *pool, mrb_value str, con
  * exception is not rescued (run.c asks for it). */
 int mm_binding_exception_status(mrb_state *mrb, mrb_value exc)
 {
-    struct RClass *apache = mm_binding_apache(mrb);
+    struct RClass *http_error = mm_vm_of(mrb)->http_error;
     mrb_value st;
 
-    if (!mrb_const_defined(mrb, mrb_obj_value(apache), mrb_intern_lit(mrb, "HTTPError")) ||
-        !mrb_obj_is_kind_of(mrb, exc, mrb_class_get_under(mrb, apache, "HTTPError"))) {
+    if (http_error == NULL || !mrb_obj_is_kind_of(mrb, exc, http_error)) {
         return 0;
     }
     st = mrb_iv_get(mrb, exc, mrb_intern_lit(mrb, "@status"));
@@ -262,7 +261,7 @@ int mm_binding_exception_status(mrb_state *mrb, mrb_value exc)
 
 void mm_binding_raise_status(mrb_state *mrb, int status, const char *msg)
 {
-    struct RClass *cls = mrb_class_get_under(mrb, mm_binding_apache(mrb), "HTTPError");
+    struct RClass *cls = mm_vm_of(mrb)->http_error;
     mrb_value args[2];
 
     args[0] = mrb_fixnum_value(status);

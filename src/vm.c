@@ -80,6 +80,13 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
         mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
     }
     seed_random(mrb);
+    /* Found through the constant, the class would be what a script made
+     * of it: the harness asks for it after the script ended, where a
+     * raise (the constant removed, or not a class any more) has nowhere to
+     * go, and mruby aborts the process. Kept from the GC, should the
+     * constant go. */
+    mm_vm_of(mrb)->http_error = mrb_class_get_under(mrb, mm_binding_apache(mrb), "HTTPError");
+    mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->http_error));
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");

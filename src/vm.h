@@ -32,6 +32,7 @@ struct mm_vm {
     struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
     mrb_sym sym_initialize;     /* :initialize, interned once */
     mrb_sym sym_backtrace;      /* :backtrace (an exception's), interned once */
+    struct RClass *http_error;  /* Apache::HTTPError, whatever scripts do to the constant */
     int gc_interval_ratio;      /* the collector's settings before any script ran */
     int gc_step_ratio;
 

@@ -63,6 +63,14 @@ ErrorDocument 500 "custom error page"
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs File.read('/proc/self/status').split(10.chr).find { |l| l.start_with?('VmHWM') }.split[1]"
 </Location>
+<Location /replace_http_error>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "class Apache; HTTPError = 42; end; Apache.rputs 'replaced'"
+</Location>
+<Location /remove_apache>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Object.send(:remove_const, :Apache)"
+</Location>
 <Location /newline>
     SetHandler mruby-native-script
     mrubyHandlerCode "raise %Q(line1\nline2)"
@@ -148,6 +156,27 @@ def test_backtrace_emptied_while_it_is_logged(single):
     line = single.wait_log(r"MRB00030: .*RuntimeError at emptier: backtrace emptied")[-1]
     assert "line 15 of a long backtrace" in line
     assert single.get("/ok").body == b"ok 2"
+
+
+def test_http_error_constant_replaced_by_a_script(single):
+    # Which status an exception asks for was looked up through the
+    # constant, after the script ended: a constant that was no class any
+    # more raised where nothing could catch it, and mruby aborted the child.
+    assert single.get("/ok").body == b"ok 1"
+    assert single.get("/replace_http_error").body == b"replaced"
+    assert single.get("/raise").status == 500
+    assert single.get("/ok").body == b"ok 2"
+
+
+def test_apache_constant_removed_by_a_script(single):
+    # The next exception was logged, then the lookup of Apache::HTTPError
+    # raised a NameError, and the child aborted.
+    assert single.get("/remove_apache").status == 200
+    assert single.get("/raise").status == 500
+    single.wait_log(r"MRB00030: .*raised ArgumentError")
+    r = single.get("/ok")  # Apache.rputs: NameError in this VM now
+    assert r.status == 500
+    single.wait_log(r"MRB00030: .*raised NameError")
 
 
 @measures_memory
