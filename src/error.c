@@ -39,15 +39,24 @@ static const char *escaped(apr_pool_t *p, mrb_state *mrb, mrb_value str)
         p, apr_pstrmemdup(p, RSTRING_PTR(str), len > MM_LOG_TEXT_MAX ? MM_LOG_TEXT_MAX : len));
 }
 
-/* Reads the exception's text; calls into Ruby (#message, #to_s of what the
- * backtrace holds), hence protected. */
-static mrb_value describe(mrb_state *mrb, void *ud)
+/* The two readers below call into Ruby (#message, #to_s of what the
+ * backtrace holds), hence each is protected; each on its own, so that an
+ * exception whose #message raises is still logged with where it was
+ * raised. */
+static mrb_value describe_message(mrb_state *mrb, void *ud)
 {
     mm_exc_text_t *t = ud;
     mrb_value msg = mrb_funcall(mrb, t->exc, "message", 0);
-    mrb_value bt = mrb_exc_backtrace(mrb, t->exc);
 
     t->message = escaped(t->p, mrb, mrb_obj_as_string(mrb, msg));
+    return mrb_nil_value();
+}
+
+static mrb_value describe_backtrace(mrb_state *mrb, void *ud)
+{
+    mm_exc_text_t *t = ud;
+    mrb_value bt = mrb_exc_backtrace(mrb, t->exc);
+
     if (mrb_array_p(bt) && RARRAY_LEN(bt) > 0) {
         mrb_int i, n = RARRAY_LEN(bt);
         char *where = NULL;
@@ -102,7 +111,8 @@ void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_r
     }
     t.exc = exc;
     t.cls = mrb_obj_classname(mrb, exc);
-    mrb_protect_error(mrb, describe, &t, &raised);
+    mrb_protect_error(mrb, describe_message, &t, &raised);
+    mrb_protect_error(mrb, describe_backtrace, &t, &raised);
     mrb->exc = NULL;
     if (t.message == NULL) {
         t.message = "(its message could not be read)";

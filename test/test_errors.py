@@ -71,6 +71,10 @@ ErrorDocument 500 "custom error page"
     SetHandler mruby-native-script
     mrubyHandlerCode "Object.send(:remove_const, :Apache)"
 </Location>
+<Location /message_raises>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "class BadMessage < StandardError; def message; raise 'no'; end; end; def fail_here; raise BadMessage; end; fail_here"
+</Location>
 <Location /newline>
     SetHandler mruby-native-script
     mrubyHandlerCode "raise %Q(line1\nline2)"
@@ -156,6 +160,13 @@ def test_backtrace_emptied_while_it_is_logged(single):
     line = single.wait_log(r"MRB00030: .*RuntimeError at emptier: backtrace emptied")[-1]
     assert "line 15 of a long backtrace" in line
     assert single.get("/ok").body == b"ok 2"
+
+
+def test_exception_whose_message_raises_is_logged_with_its_place(server):
+    assert server.get("/message_raises").status == 500
+    line = server.wait_log(r"MRB00030: .*raised BadMessage")[-1]
+    assert re.search(r"raised BadMessage at %s:\d+: \(its message could not be read\) "
+                     r"\[backtrace: %s:\d+:in fail_here" % ((re.escape(server.conf_path),) * 2), line), line
 
 
 def test_http_error_constant_replaced_by_a_script(single):
