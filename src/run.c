@@ -417,14 +417,13 @@ static mrb_value run_resume(mrb_state *mrb, void *ud)
 static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
 {
     mm_vm_t *vm = mm_vm_of(mrb);
-    struct RClass *timeout;
+    struct RClass *timeout = vm->timeout_class;
     apr_time_t now;
 
     if ((++vm->ticks & 1023) != 0 || (now = apr_time_now()) < vm->deadline) {
         return;
     }
     vm->timed_out = 1;
-    timeout = mrb_class_get_under(mrb, mrb_class_get(mrb, "Apache"), "Timeout");
     if (now >= vm->deadline + vm->grace && vm->run && vm->run->escape) {
         mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
         vm->stopped = 1;

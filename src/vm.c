@@ -87,6 +87,11 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
      * constant go. */
     mm_vm_of(mrb)->http_error = mrb_class_get_under(mrb, mm_binding_apache(mrb), "HTTPError");
     mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->http_error));
+    /* The same for what mrubyTimeout raises: looked up while the script
+     * runs, a NameError in its place would be rescued by a plain rescue,
+     * and before the hard stop, so a script could run for ever. */
+    mm_vm_of(mrb)->timeout_class = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Timeout");
+    mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->timeout_class));
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");

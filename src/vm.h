@@ -26,14 +26,15 @@ struct mm_vm {
     apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
     struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
     int nloaded;
-    apr_hash_t *files;          /* path -> mm_loaded_t of file scripts */
-    struct mm_run *run;         /* innermost run in progress, NULL between runs */
-    uintptr_t serial;           /* counts runs; wrapper objects remember theirs */
-    struct RClass *fiber_class; /* Fiber: what scripts that may sleep run in */
-    mrb_sym sym_initialize;     /* :initialize, interned once */
-    mrb_sym sym_backtrace;      /* :backtrace (an exception's), interned once */
-    struct RClass *http_error;  /* Apache::HTTPError, whatever scripts do to the constant */
-    int gc_interval_ratio;      /* the collector's settings before any script ran */
+    apr_hash_t *files;            /* path -> mm_loaded_t of file scripts */
+    struct mm_run *run;           /* innermost run in progress, NULL between runs */
+    uintptr_t serial;             /* counts runs; wrapper objects remember theirs */
+    struct RClass *fiber_class;   /* Fiber: what scripts that may sleep run in */
+    mrb_sym sym_initialize;       /* :initialize, interned once */
+    mrb_sym sym_backtrace;        /* :backtrace (an exception's), interned once */
+    struct RClass *http_error;    /* Apache::HTTPError, whatever scripts do to the constant */
+    struct RClass *timeout_class; /* Apache::Timeout, the same way */
+    int gc_interval_ratio;        /* the collector's settings before any script ran */
     int gc_step_ratio;
 
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be

@@ -177,6 +177,16 @@ TIMEOUT_BODY = r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 500; Apache.rputs 'b'"
 </Location>
+<Location /no_apache_spin>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Object.send(:remove_const, :Apache) if Object.const_defined?(:Apache); loop { begin; loop { }; rescue; end }"
+</Location>
+<Location /no_apache_stubborn>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Object.send(:remove_const, :Apache) if Object.const_defined?(:Apache); loop { begin; loop { }; rescue Exception; end }"
+</Location>
 <Location /unlimited>
     mrubyTimeout off
     SetHandler mruby-native-script
@@ -211,6 +221,24 @@ def test_timeout_stops_a_runaway_script(make_httpd, mpm):
     assert (r.status, r.body) == (200, b"49995000 1")
 
     assert srv.get("/unlimited").body == b"free"
+
+
+@needs_hook
+def test_timeout_of_a_script_that_removed_the_apache_constant(make_httpd, mpm):
+    # The hook looked Apache::Timeout up through the constants: a NameError
+    # came instead, which a plain rescue took, every time, before the hard
+    # stop: the script ran for ever, and its thread with it.
+    srv = make_httpd("timeout-noapache", mpm, TIMEOUT_BODY, mpm_conf=SINGLE_WORKER[mpm]).start()
+    start = time.monotonic()
+    assert srv.get("/no_apache_spin", timeout=15).status == 503  # not rescued
+    assert time.monotonic() - start < 5
+    srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")
+    start = time.monotonic()
+    assert srv.get("/no_apache_stubborn", timeout=15).status == 503
+    assert time.monotonic() - start < 5
+    srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on: stopped, and its VM replaced")
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"49995000 1")  # a new VM, with Apache
 
 
 @needs_hook
