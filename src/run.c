@@ -562,23 +562,18 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
     }
 }
 
-/* mruby raises the same SystemStackError and NoMemoryError objects every
- * time, and gives an exception a backtrace only if it has none: the first
- * one raised in a VM would be logged as where all later ones were raised.
- * Their backtraces go when an outermost run ends. */
-static void forget_shared_backtraces(mm_vm_t *vm)
+/* mruby raises the same SystemStackError object every time, and gives an
+ * exception a backtrace only if it has none: the first overflow in a VM
+ * would be logged as where all later ones happened. Its backtrace goes
+ * when an outermost run ends (one lookup). mruby's shared NoMemoryError
+ * gets none: it is raised with the collector's out-of-memory mark set, and
+ * a VM out of its mrubyMemoryLimit is replaced. */
+static void forget_stack_error_backtrace(mm_vm_t *vm)
 {
-    mrb_state *mrb = vm->mrb;
-    struct RObject *shared[2];
-    size_t i;
+    struct RObject *err = vm->mrb->stack_err;
 
-    shared[0] = mrb->stack_err;
-    shared[1] = mrb->nomem_err;
-    for (i = 0; i < sizeof shared / sizeof shared[0]; i++) {
-        if (shared[i] && !mrb_frozen_p(shared[i]) &&
-            mrb_iv_defined(mrb, mrb_obj_value(shared[i]), vm->sym_backtrace)) {
-            mrb_iv_remove(mrb, mrb_obj_value(shared[i]), vm->sym_backtrace);
-        }
+    if (err && mrb_obj_iv_defined(vm->mrb, err, vm->sym_backtrace)) {
+        mrb_iv_remove(vm->mrb, mrb_obj_value(err), vm->sym_backtrace);
     }
 }
 
@@ -593,6 +588,15 @@ static void restore_gc(mm_vm_t *vm)
     gc->disabled = FALSE;
     gc->interval_ratio = vm->gc_interval_ratio;
     gc->step_ratio = vm->gc_step_ratio;
+}
+
+/* An outermost run ended or sleeps: what it left in the VM that the next
+ * run, another client's, must not find. */
+static void leave_vm(mm_vm_t *vm)
+{
+    mm_regexp_forget(vm);
+    forget_stack_error_backtrace(vm);
+    restore_gc(vm);
 }
 
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
@@ -652,9 +656,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     mrb_gc_arena_restore(mrb, ai);
     vm->run = run.outer;
     if (run.outer == NULL) {
-        mm_regexp_forget(vm);
-        forget_shared_backtraces(vm);
-        restore_gc(vm);
+        leave_vm(vm);
         mm_vm_ran(vm, s);
     }
     mm_vm_unlock(vm);
@@ -740,9 +742,7 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
-    mm_regexp_forget(vm);
-    forget_shared_backtraces(vm);
-    restore_gc(vm);
+    leave_vm(vm);
     if (result == SUSPENDED) {
         return SUSPENDED;
     }
