@@ -65,9 +65,10 @@ static apr_status_t pass_out(ap_filter_t *f, out_ctx_t *ctx)
     if (APR_BRIGADE_EMPTY(ctx->out)) {
         return APR_SUCCESS;
     }
-    if (!ctx->sent && ctx->runs == 0) {
+    if (!ctx->sent && ctx->runs == 0 && !APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(ctx->out))) {
         /* Stream mode, a FLUSH before any data: the headers go now, and the
-         * body may yet change. */
+         * body may yet change. (A body that ends before any run, a bodiless
+         * HEAD, keeps the handler's headers.) */
         fix_headers(f->r, -1);
     }
     rv = ap_pass_brigade(f->next, ctx->out);
@@ -122,9 +123,7 @@ static apr_status_t end_body(ap_filter_t *f, out_ctx_t *ctx)
 
     APR_BRIGADE_CONCAT(ctx->out, ctx->work);
     APR_BRIGADE_INSERT_TAIL(ctx->out, apr_bucket_eos_create(f->c->bucket_alloc));
-    rv = ap_pass_brigade(f->next, ctx->out);
-    ctx->sent = 1;
-    apr_brigade_cleanup(ctx->out);
+    rv = pass_out(f, ctx);
     finish(ctx, rv);
     return rv;
 }
