@@ -22,15 +22,7 @@ typedef struct {
     char *buf; /* malloc: the encoded Hash; freed with the request's pool */
     apr_size_t len, cap;
     int cleanup_registered; /* on the request pool */
-    apr_size_t handed;      /* bytes given to Ruby as Strings since the last full GC */
 } mm_filter_state_t;
-
-/* mruby's GC counts objects, not bytes: a stream filter that reads 64 KB
- * chunks as Strings makes little garbage by count and much by size. After
- * this many bytes handed to Ruby, Apache::Filter#flatten runs a full GC
- * first, so a stream filter's memory stays bounded whatever the body's
- * size. */
-#define MM_FILTER_GC_BYTES (4 * 1024 * 1024)
 
 /* One run of a filter script: what Apache::Filter sees and changes. Lives
  * on the C stack of the filter function for the duration of the run. */

@@ -597,6 +597,7 @@ static void leave_vm(mm_vm_t *vm)
     mm_regexp_forget(vm);
     forget_stack_error_backtrace(vm);
     restore_gc(vm);
+    mm_vm_collect_big_garbage(vm);
 }
 
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for

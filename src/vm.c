@@ -105,6 +105,35 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
  * system. */
 #define MM_VM_POOL_KEEP (512 * 1024)
 
+/* mruby's collector counts objects, not bytes: a script that makes a few
+ * big Strings a request leaves megabytes of garbage for each object the
+ * collector sees, and a VM grew to hundreds of MB before a collection.
+ * Blocks of at least MM_GC_BIG_BLOCK bytes are added up; past
+ * MM_GC_BIG_BYTES, the next safe point (mm_vm_collect_big_garbage) runs a
+ * full collection. Smaller blocks are bounded well enough by the count. */
+#define MM_GC_BIG_BLOCK 1024
+#define MM_GC_BIG_BYTES (4 * 1024 * 1024)
+
+static void count_big(mm_vm_t *vm, size_t size)
+{
+    if (size >= MM_GC_BIG_BLOCK) {
+        vm->big_bytes += size;
+    }
+}
+
+/* Without mrubyMemoryLimit: mruby's default allocator, counting big
+ * blocks. */
+static void *counting_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
+{
+    (void)mrb;
+    if (size == 0) {
+        free(p);
+        return NULL;
+    }
+    count_big(ud, size);
+    return realloc(p, size);
+}
+
 /* mrubyMemoryLimit: mruby's allocations for one VM, counted with the
  * allocator's own idea of block sizes (no header per block). Refusing an
  * allocation makes mruby collect garbage and try again, then raise
@@ -115,6 +144,7 @@ static void *limited_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
     size_t old = p ? malloc_usable_size(p) : 0;
     void *q;
 
+    (void)mrb;
     if (size == 0) {
         vm->mem_used -= old;
         free(p);
@@ -127,8 +157,17 @@ static void *limited_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
     q = realloc(p, size);
     if (q) {
         vm->mem_used = vm->mem_used - old + malloc_usable_size(q);
+        count_big(vm, size);
     }
     return q;
+}
+
+void mm_vm_collect_big_garbage(mm_vm_t *vm)
+{
+    if (vm->big_bytes > MM_GC_BIG_BYTES) {
+        vm->big_bytes = 0;
+        mrb_full_gc(vm->mrb);
+    }
 }
 
 mm_vm_t *mm_vm_create(server_rec *s)
@@ -146,7 +185,7 @@ mm_vm_t *mm_vm_create(server_rec *s)
         return NULL;
     }
     vm->mem_limit = mm_settings.memory_limit;
-    mrb = vm->mem_limit ? mrb_open_allocf(limited_allocf, vm) : mrb_open();
+    mrb = mrb_open_allocf(vm->mem_limit ? limited_allocf : counting_allocf, vm);
     if (mrb == NULL) {
         apr_pool_destroy(vm->pool);
         free(vm);

@@ -47,6 +47,7 @@ struct mm_vm {
     apr_size_t mem_limit;      /* 0: the default allocator, nothing counted */
     apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
     int exhausted;             /* an allocation was refused: replace the VM */
+    apr_size_t big_bytes;      /* big blocks allocated since the last full GC (vm.c) */
     apr_uint64_t runs;         /* outermost runs so far */
     int retire;                /* replace this VM before its next request */
     apr_time_t deadline;       /* the running script's time is up then */
@@ -68,6 +69,13 @@ mm_vm_t *mm_vm_for_thread(server_rec *s);
 /* The end of an outermost run in vm: counts it, and marks the VM for
  * replacement when a limit says so. */
 void mm_vm_ran(mm_vm_t *vm, server_rec *s);
+
+/* A full collection if the VM's big blocks (Strings of a KB or more) add
+ * up to more than a few MB since the last one: mruby's collector, which
+ * counts objects, would leave them. Called where no object is half made:
+ * when an outermost run ends or sleeps, and before the body APIs make a
+ * String. */
+void mm_vm_collect_big_garbage(mm_vm_t *vm);
 
 /* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);
