@@ -5,6 +5,10 @@ subrequests pass the same check; the file is re-read without a reload."""
 import os
 import time
 
+import pytest
+
+import system_apache
+from httpd import SINGLE_WORKER
 from recipes import Recipe, recipe_httpd, server_root
 
 # What the request looks like to the handler behind the check.
@@ -19,6 +23,12 @@ FILES = {"htdocs/reports/daily.csv": "day,visits\n2026-01-01,42\n", "htdocs/repo
          "htdocs/index.html": "home\n"}
 
 srv = recipe_httpd("token-auth", "DirectoryIndex index.html\n" + SITE, FILES)
+# One worker thread in all: each request finds the tokens that the one VM
+# read before (a thread that has read no token yet has none to keep).
+one = recipe_httpd("token-auth", SITE, mpm_conf=SINGLE_WORKER)
+
+# Past the script's REFRESH: every thread has read the file again.
+REFRESH = 2.5
 
 EXAMPLES = dict(line.split()[::-1] for line in Recipe("token-auth").files["api-tokens.txt"].splitlines()
                 if line and not line.startswith("#"))
@@ -94,3 +104,49 @@ def test_tokens_file_is_read_again(srv):
             f.write(original)
     time.sleep(2.5)
     assert srv.get("/reports/daily.csv", headers=bearer(DASHBOARD)).status == 200
+
+
+def tokens_path(srv):
+    return os.path.join(server_root(srv), "mruby", "api-tokens.txt")
+
+
+def write_in_place(srv, text):
+    """As `>` or an editor writing over the file: truncated, then written."""
+    with open(tokens_path(srv), "w") as f:
+        f.write(text)
+
+
+@pytest.mark.skipif(system_apache.enabled(), reason="the system Apache runs many threads, each with its tokens")
+def test_file_rewritten_in_place(one):
+    """A file found empty or missing leaves the tokens read before in use,
+    and says so; a file with text is taken as it is."""
+    old, new = "1" * 64, "2" * 64
+
+    def whoami(token):
+        r = one.get("/reports/whoami", headers=bearer(token))
+        return r.body if r.status == 200 else r.status
+
+    write_in_place(one, "%s old-client\n" % old)
+    assert whoami(old) == b"old-client Bearer"
+    # Caught between truncation and writing.
+    write_in_place(one, "")
+    time.sleep(REFRESH)
+    assert whoami(old) == b"old-client Bearer"
+    one.wait_log(r"\[mruby:warn\].*MRB00400: .*token_auth\.rb:\d+: .*api-tokens\.txt is empty or being written: "
+                 r"keeping the 1 token\(s\) read before")
+    # Replaced by removing it first.
+    os.rename(tokens_path(one), tokens_path(one) + ".away")
+    time.sleep(REFRESH)
+    assert whoami(old) == b"old-client Bearer"
+    one.wait_log(r"\[mruby:error\].*api-tokens\.txt cannot be read \(.*\): keeping the 1 token\(s\) read before")
+    os.rename(tokens_path(one) + ".away", tokens_path(one))
+    # Written: the new list applies, the old token is gone.
+    write_in_place(one, "# our clients\n%s new-client\n" % new)
+    time.sleep(REFRESH)
+    assert whoami(new) == b"new-client Bearer"
+    assert whoami(old) == 401
+    # A comment only is a list of nobody.
+    write_in_place(one, "# nobody for now\n")
+    time.sleep(REFRESH)
+    assert whoami(new) == 401
+    one.wait_log(r"\[mruby:warn\].*api-tokens\.txt has no token: every client is refused")

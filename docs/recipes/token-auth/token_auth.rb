@@ -10,17 +10,50 @@ REALM = "reports"
 # that time, without a reload, and other requests touch no file.
 REFRESH = 2
 
-def tokens
-  now = Time.now.to_f
-  unless $api_tokens && now - $api_tokens_read_at < REFRESH
-    table = {}
-    File.read(TOKENS_FILE).each_line do |line|
-      token, name = line.strip.split(" ", 2)
-      table[token] = name.strip if name && !token.start_with?("#")
-    end
-    $api_tokens, $api_tokens_read_at = table, now
+# The "TOKEN NAME" lines of the file as {token => name}.
+def parse_tokens(text)
+  table = {}
+  text.each_line do |line|
+    token, name = line.strip.split(" ", 2)
+    table[token] = name.strip if name && !token.start_with?("#")
   end
-  $api_tokens
+  table
+end
+
+# The table of tokens. A file rewritten in place (emptied, then written) can
+# be read empty or cut short, and a file replaced by removing the old one
+# first can be missing for a moment: then the tokens read before stay in
+# use, with a line in the log, until a read finds the file whole. Only a
+# thread that has read no token yet has nothing to keep: for it, a missing
+# or unreadable file raises (the request is denied with a 500) and an empty
+# one lets no client in. A file with text but no token (comments only) is
+# taken as written: every client is refused.
+def tokens(r)
+  now = Time.now.to_f
+  return $api_tokens if $api_tokens && now - $api_tokens_read_at < REFRESH
+  known = $api_tokens && !$api_tokens.empty?
+  begin
+    text = File.read(TOKENS_FILE)
+    # Longer or shorter than what was read: it is being written.
+    whole = File.size(TOKENS_FILE) == text.bytesize
+  rescue StandardError => e
+    raise unless known
+    $api_tokens_read_at = now
+    r.log(Apache::APLOG_ERR, "#{TOKENS_FILE} cannot be read (#{e.message}): " +
+                             "keeping the #{$api_tokens.size} token(s) read before")
+    return $api_tokens
+  end
+  $api_tokens_read_at = now
+  return $api_tokens if text == $api_tokens_text
+  if known && (text.strip.empty? || !whole)
+    r.log(Apache::APLOG_WARNING, "#{TOKENS_FILE} is empty or being written: keeping the " +
+                                 "#{$api_tokens.size} token(s) read before")
+    return $api_tokens
+  end
+  table = parse_tokens(text)
+  r.log(Apache::APLOG_WARNING, "#{TOKENS_FILE} has no token: every client is refused") if table.empty?
+  $api_tokens, $api_tokens_text = table, text
+  table
 end
 
 def refuse(r, error = nil)
@@ -50,7 +83,7 @@ end
 
 given = token.strip
 name = nil
-tokens.each { |known, client| name = client if same_secret?(known, given) }
+tokens(r).each { |known, client| name = client if same_secret?(known, given) }
 unless name
   r.log(Apache::APLOG_WARNING, "invalid bearer token for #{r.uri}")
   refuse(r, "invalid_token")
