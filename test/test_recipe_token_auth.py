@@ -22,17 +22,40 @@ SITE = """
 FILES = {"htdocs/reports/daily.csv": "day,visits\n2026-01-01,42\n", "htdocs/reports/index.html": "reports\n",
          "htdocs/index.html": "home\n"}
 
-srv = recipe_httpd("token-auth", "DirectoryIndex index.html\n" + SITE, FILES)
+_srv = recipe_httpd("token-auth", "DirectoryIndex index.html\n" + SITE, FILES)
 # One worker thread in all: each request finds the tokens that the one VM
 # read before (a thread that has read no token yet has none to keep).
 one = recipe_httpd("token-auth", SITE, mpm_conf=SINGLE_WORKER)
 
+# The recipe refuses the example tokens it ships: the tests have their own.
+CLIENTS = {"dashboard": "d1" * 32, "nightly-export": "e2" * 32}
+TOKENS = "# the tests' clients\n" + "".join("%s %s\n" % (t, n) for n, t in CLIENTS.items())
+DASHBOARD = CLIENTS["dashboard"]
+
 # Past the script's REFRESH: every thread has read the file again.
 REFRESH = 2.5
 
-EXAMPLES = dict(line.split()[::-1] for line in Recipe("token-auth").files["api-tokens.txt"].splitlines()
-                if line and not line.startswith("#"))
-DASHBOARD = EXAMPLES["dashboard"]
+SHIPPED = Recipe("token-auth").files["api-tokens.txt"]
+EXAMPLES = dict(line.split()[::-1] for line in SHIPPED.splitlines() if line and not line.startswith("#"))
+
+
+def tokens_path(srv):
+    return os.path.join(server_root(srv), "mruby", "api-tokens.txt")
+
+
+def replace_tokens(srv, text):
+    """As the page advises: a new file renamed over the old one."""
+    path = tokens_path(srv)
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.chmod(path + ".new", 0o644)
+    os.rename(path + ".new", path)
+
+
+@pytest.fixture(scope="module")
+def srv(_srv):
+    replace_tokens(_srv, TOKENS)  # before any request reads the file
+    return _srv
 
 
 def bearer(token):
@@ -70,7 +93,7 @@ def test_right_token(srv):
 
 
 def test_handler_sees_the_user(srv):
-    r = srv.get("/reports/whoami", headers=bearer(EXAMPLES["nightly-export"]))
+    r = srv.get("/reports/whoami", headers=bearer(CLIENTS["nightly-export"]))
     assert r.body == b"nightly-export Bearer"
 
 
@@ -104,10 +127,6 @@ def test_tokens_file_is_read_again(srv):
             f.write(original)
     time.sleep(2.5)
     assert srv.get("/reports/daily.csv", headers=bearer(DASHBOARD)).status == 200
-
-
-def tokens_path(srv):
-    return os.path.join(server_root(srv), "mruby", "api-tokens.txt")
 
 
 def write_in_place(srv, text):
@@ -150,3 +169,25 @@ def test_file_rewritten_in_place(one):
     time.sleep(REFRESH)
     assert whoami(new) == 401
     one.wait_log(r"\[mruby:warn\].*api-tokens\.txt has no token: every client is refused")
+
+
+def test_example_tokens_are_refused(srv):
+    """The file as shipped, with a token of our own added: the examples let
+    nobody in, and the log says which lines hold them."""
+    fresh = "7" * 64
+    try:
+        replace_tokens(srv, SHIPPED + "%s ci-runner\n" % fresh)
+        time.sleep(REFRESH)
+        for _ in range(10):
+            for token in EXAMPLES.values():
+                r = srv.get("/reports/whoami", headers=bearer(token))
+                assert r.status == 401
+                assert r.headers["WWW-Authenticate"] == 'Bearer realm="reports", error="invalid_token"'
+            assert srv.get("/reports/whoami", headers=bearer(fresh)).body == b"ci-runner Bearer"
+        for line, name in ((5, "dashboard"), (6, "nightly-export")):
+            srv.wait_log(r"\[mruby:warn\].*MRB00400: .*token_auth\.rb:\d+: .*api-tokens\.txt:%d: "
+                         r"the recipe's example token \(%s\) is refused: replace it" % (line, name))
+    finally:
+        replace_tokens(srv, TOKENS)
+    time.sleep(REFRESH)
+    assert srv.get("/reports/daily.csv", headers=bearer(DASHBOARD)).status == 200

@@ -10,12 +10,28 @@ REALM = "reports"
 # that time, without a reload, and other requests touch no file.
 REFRESH = 2
 
-# The "TOKEN NAME" lines of the file as {token => name}.
-def parse_tokens(text)
+# The two tokens of api-tokens.txt as the recipe ships it. Anyone can read
+# them on the recipe's page: they are refused, and said so in the log.
+EXAMPLE_TOKENS = %w[
+  3f1c9a7e5b2d48c6a0e4f7b19d3c5e8a2b6f0d4c8e1a7b3d5f9c2e6a0b4d8f1c
+  9b7d5f3a1c8e6b4d2f0a9c7e5b3d1f8a6c4e2b0d9f7a5c3e1b8d6f4a2c0e9b7d
+]
+
+# The "TOKEN NAME" lines of the file as {token => name}, the examples left
+# out.
+def parse_tokens(r, text)
   table = {}
+  number = 0
   text.each_line do |line|
+    number += 1
     token, name = line.strip.split(" ", 2)
-    table[token] = name.strip if name && !token.start_with?("#")
+    next unless name && !token.start_with?("#")
+    if EXAMPLE_TOKENS.include?(token)
+      r.log(Apache::APLOG_WARNING, "#{TOKENS_FILE}:#{number}: the recipe's example token " +
+                                   "(#{name.strip}) is refused: replace it (openssl rand -hex 32)")
+    else
+      table[token] = name.strip
+    end
   end
   table
 end
@@ -50,7 +66,7 @@ def tokens(r)
                                  "#{$api_tokens.size} token(s) read before")
     return $api_tokens
   end
-  table = parse_tokens(text)
+  table = parse_tokens(r, text)
   r.log(Apache::APLOG_WARNING, "#{TOKENS_FILE} has no token: every client is refused") if table.empty?
   $api_tokens, $api_tokens_text = table, text
   table
