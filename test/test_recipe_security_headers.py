@@ -10,6 +10,7 @@ FILES = {
     "htdocs/index.html": "home\n",
     "htdocs/embed/index.html": "a widget\n",
     "htdocs/api-docs/index.html": "<script>inline()</script>\n",
+    "htdocs/errors/too-long.html": "too long\n",
 }
 
 SITE = """
@@ -17,6 +18,9 @@ DirectoryIndex index.html
 <Location /private>
     Require all denied
 </Location>
+# httpd's answer to a request line over LimitRequestLine, served as a page:
+# an internal redirect, which runs Fixups.
+ErrorDocument 414 /errors/too-long.html
 """
 
 srv = recipe_httpd("security-headers", SITE, FILES)
@@ -28,6 +32,7 @@ COMMON = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 }
 CSP = "default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
+EVERYWHERE = dict(COMMON, **{"X-Frame-Options": "DENY", "Content-Security-Policy": CSP})
 
 
 def headers_once(r, expected):
@@ -45,7 +50,7 @@ def headers_once(r, expected):
 def test_policy_everywhere(srv, path, status):
     r = srv.get(path)
     assert r.status == status
-    headers_once(r, dict(COMMON, **{"X-Frame-Options": "DENY", "Content-Security-Policy": CSP}))
+    headers_once(r, EVERYWHERE)
 
 
 def test_embeddable_pages(srv):
@@ -70,3 +75,41 @@ def test_pages_without_a_content_security_policy(srv, path):
     assert r.status == 200 and r.body == b"<script>inline()</script>\n"
     assert "Content-Security-Policy" not in r.headers
     headers_once(r, dict(COMMON, **{"X-Frame-Options": "DENY"}))
+
+
+# What httpd answers while it reads a request, before the PostReadRequest
+# hooks: no script runs, and the response has none of the policy (as the
+# page says).
+BEFORE_POST_READ_REQUEST = [
+    ("no-host", b"GET / HTTP/1.1\r\n\r\n", 400),
+    ("bad-host", b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+    ("bad-request-line", b"GET / HTTP/1.1 x\r\nHost: x\r\n\r\n", 400),
+    ("field-too-long", b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n", 400),
+    ("bad-content-length", b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400),
+    ("not-chunked", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ("unknown-expect", b"GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n", 417),
+]
+
+
+@pytest.mark.parametrize("data, status", [c[1:] for c in BEFORE_POST_READ_REQUEST],
+                         ids=[c[0] for c in BEFORE_POST_READ_REQUEST])
+def test_answers_before_post_read_request_have_none(srv, data, status):
+    r = srv.raw(data)
+    assert r.status == status
+    assert [name for name in EVERYWHERE if name in r.headers] == []
+
+
+def test_refused_by_httpd_after_post_read_request(srv):
+    """httpd refuses a scheme other than http(s) once the PostReadRequest
+    hooks have run: the script has set the headers."""
+    r = srv.raw(b"GET ftp://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert r.status == 400
+    headers_once(r, EVERYWHERE)
+
+
+def test_a_local_error_document_has_them(srv):
+    """An ErrorDocument that is a local page is served by an internal
+    redirect, whose Fixups run the script."""
+    r = srv.raw(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (r.status, r.body) == (414, b"too long\n")
+    headers_once(r, EVERYWHERE)
