@@ -30,6 +30,15 @@ def api(srv, path, method="GET", **kw):
     return r, json.loads(r.body)
 
 
+def test_status_is_for_the_monitors(srv):
+    """Another address (127.0.0.2: another client) learns nothing of the
+    server."""
+    r, doc = api(srv, "/api/status", source="127.0.0.2")
+    assert r.status == 403 and doc == {"error": "forbidden"}
+    r = srv.request("HEAD", "/api/status", source="127.0.0.2")
+    assert r.status == 403 and r.body == b""
+
+
 def test_status(srv):
     r, doc = api(srv, "/api/status")
     assert r.status == 200

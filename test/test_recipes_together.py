@@ -71,4 +71,4 @@ def test_maintenance_covers_everything(srv):
         assert srv.get("/api/status").status == 200
     finally:
         os.unlink(flag)
-    assert srv.get("/api/status", source=OUTSIDER).status == 200
+    assert srv.get("/", source=OUTSIDER).status == 200

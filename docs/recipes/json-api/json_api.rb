@@ -62,6 +62,10 @@ ENDPOINTS = {
   "/api/status" => %w[GET HEAD],
   "/api/echo" => %w[GET HEAD POST],
 }
+# Who may read /api/status: it tells which httpd runs (its full description,
+# whatever ServerTokens says), its load and its workers, which is for the
+# monitoring system, not for everyone. Addresses as httpd sees them.
+MONITORS = %w[127.0.0.1 ::1]
 
 r = Apache::Request.new
 begin
@@ -70,6 +74,8 @@ begin
     reply(r, 404, { "error" => "not found", "path" => r.uri })
   elsif !allowed.include?(r.method)
     reply(r, 405, { "error" => "method not allowed", "allowed" => allowed }, "Allow" => allowed.join(", "))
+  elsif r.uri == "/api/status" && !MONITORS.include?(r.connection.useragent_ip)
+    reply(r, 403, { "error" => "forbidden" })
   elsif r.uri == "/api/status"
     board = Apache::Scoreboard.new
     reply(r, 200, {
