@@ -208,9 +208,11 @@ static const char *cmd_file(cmd_parms *cmd, void *dconf, const char *file, const
     return err ? err : add_script(cmd, dconf, s);
 }
 
+/* mrubyHandlerEnable On|Off: has no effect, but like all our directives it
+ * is refused in .htaccess, even where AllowOverrideList names it. */
 static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
 {
-    return NULL;
+    return ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
 }
 
 /* A directive's number (see mm_parse_size), with the error message. */

@@ -41,7 +41,7 @@ ErrorDocument 500 "custom error page"
 </Directory>
 <Directory {docroot}/htlist>
     AllowOverride None
-    AllowOverrideList mrubyHandlerCode mrubyFixupsCode mrubyTranslateNameCode mrubyOutputFilterCode mrubyAuthnCheckPasswordCode mrubyTimeout mrubyRequestBodyLimit mrubyFormFieldsLimit
+    AllowOverrideList mrubyHandlerCode mrubyFixupsCode mrubyTranslateNameCode mrubyOutputFilterCode mrubyAuthnCheckPasswordCode mrubyTimeout mrubyRequestBodyLimit mrubyFormFieldsLimit mrubyHandlerEnable
 </Directory>
 <Location /wrong_kind>
     SetHandler mruby-native-script
@@ -331,6 +331,7 @@ def test_not_allowed_in_htaccess(server):
     "mrubyTimeout off",
     "mrubyRequestBodyLimit 1",
     "mrubyFormFieldsLimit 5",
+    "mrubyHandlerEnable On",  # does nothing, but is refused all the same
 ])
 def test_not_allowed_in_htaccess_even_by_allow_override_list(server, line):
     directive = line.split()[0]
