@@ -14,7 +14,6 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <stdlib.h>
 #include <strings.h>
 
 #include "apr_strings.h"
@@ -215,11 +214,12 @@ static const char *cmd_compat_flag(cmd_parms *cmd, void *dconf, int on)
     return ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
 }
 
-/* A directive's number (see mm_parse_size), with the error message. */
-static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t max,
-                              apr_uint64_t *out)
+/* The message for a directive's number that mm_parse_size or
+ * mm_parse_count refused (rv), or NULL. */
+static const char *number_error(cmd_parms *cmd, const char *arg, mm_parse_e rv, apr_uint64_t min,
+                                apr_uint64_t max)
 {
-    switch (mm_parse_size(arg, min, max, out)) {
+    switch (rv) {
     case MM_PARSE_OK:
         return NULL;
     case MM_PARSE_TOO_SMALL:
@@ -228,9 +228,27 @@ static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min,
     case MM_PARSE_TOO_LARGE:
         return apr_psprintf(cmd->pool, "%s: %s is above the maximum of %" APR_UINT64_T_FMT, cmd->cmd->name,
                             arg, max);
+    case MM_PARSE_SUFFIX:
+        return apr_psprintf(cmd->pool,
+                            "%s: '%s' is not a plain number: K, M and G are only for sizes in bytes",
+                            cmd->cmd->name, arg);
     default:
         return apr_psprintf(cmd->pool, "%s: '%s' is not a number", cmd->cmd->name, arg);
     }
+}
+
+/* A directive's size in bytes (K, M, G allowed), with the error message. */
+static const char *parse_size(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t max,
+                              apr_uint64_t *out)
+{
+    return number_error(cmd, arg, mm_parse_size(arg, min, max, out), min, max);
+}
+
+/* A directive's count or time: digits only. */
+static const char *parse_count(cmd_parms *cmd, const char *arg, apr_uint64_t min, apr_uint64_t max,
+                               apr_uint64_t *out)
+{
+    return number_error(cmd, arg, mm_parse_count(arg, min, max, out), min, max);
 }
 
 /* mrubyMemoryLimit BYTES: below about a megabyte a VM cannot even start. */
@@ -246,11 +264,13 @@ static const char *cmd_memory_limit(cmd_parms *cmd, void *dconf, const char *arg
     return err;
 }
 
+/* mrubyMaxRequestsPerVM N: a count of runs (0: never), up to the most
+ * vm->runs (an apr_uint64_t) can count. */
 static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg)
 {
     const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
 
-    return err ? err : parse_size(cmd, arg, 0, APR_UINT64_MAX, &mm_settings.max_requests);
+    return err ? err : parse_count(cmd, arg, 0, APR_UINT64_MAX, &mm_settings.max_requests);
 }
 
 /* mrubyServerToken On|Off: off by default, as the version a server tells
@@ -266,8 +286,9 @@ static const char *cmd_server_token(cmd_parms *cmd, void *dconf, int on)
     return NULL;
 }
 
-/* mrubyTimeout MS|off. Stopping a script needs mruby's instruction hook,
- * which only a libmruby built with MRB_USE_DEBUG_HOOK has. */
+/* mrubyTimeout MS|off: a time, so no K, M or G. Stopping a script needs
+ * mruby's instruction hook, which only a libmruby built with
+ * MRB_USE_DEBUG_HOOK has. */
 static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
@@ -276,7 +297,7 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
         /* in microseconds, it must still fit an apr_interval_time_t */
-        err = parse_size(cmd, arg, 0, APR_INT64_MAX / 1000, &ms);
+        err = parse_count(cmd, arg, 0, APR_INT64_MAX / 1000, &ms);
     }
     if (err) {
         return err;
@@ -312,14 +333,13 @@ static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg
 {
     mm_dir_conf_t *dc = dconf;
     const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
-    char *end;
-    long v;
+    apr_uint64_t v;
 
     if (err) {
         return err;
     }
-    v = strtol(arg, &end, 10);
-    if (!*arg || *end || v < 1 || v > 1000000) {
+    /* not strtol, which takes blanks and a sign */
+    if (mm_parse_count(arg, 1, 1000000, &v) != MM_PARSE_OK) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a number between 1 and 1000000", cmd->cmd->name, arg);
     }
     dc->fields_limit = (int)v;

@@ -3,58 +3,82 @@
  * They stand alone so that the fuzzing harnesses can call them. */
 
 #include "apr_lib.h"
-#include "apr_strings.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "parse.h"
 
-mm_parse_e mm_parse_size(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out)
+/* The multiplier of a K, M or G suffix (any case), or 0. */
+static apr_uint64_t unit_of(char c)
 {
-    char *end;
-    apr_int64_t n;
-    apr_uint64_t unit = 1;
+    switch (c) {
+    case 'k':
+    case 'K':
+        return 1024;
+    case 'm':
+    case 'M':
+        return 1024 * 1024;
+    case 'g':
+    case 'G':
+        return 1024 * 1024 * 1024;
+    default:
+        return 0;
+    }
+}
 
-    /* digits only: strtoi64 would also take blanks and a sign */
-    if (!apr_isdigit(*arg)) {
+/* Digits, then (when units) one optional suffix. The digits are read here
+ * rather than by strtoull or apr_strtoi64: those take blanks and a sign,
+ * and apr_strtoi64 stops at 2^63 - 1, short of what an apr_uint64_t holds. */
+static mm_parse_e parse_number(const char *arg, int units, apr_uint64_t min, apr_uint64_t max,
+                               apr_uint64_t *out)
+{
+    const char *p = arg, *digits_end;
+    apr_uint64_t n = 0, unit = 1;
+    int overflow = 0;
+
+    if (!apr_isdigit(*p)) {
         return MM_PARSE_NOT_A_NUMBER;
     }
-    errno = 0;
-    n = apr_strtoi64(arg, &end, 10);
-    if (errno == ERANGE) {
-        return MM_PARSE_TOO_LARGE;
+    while (apr_isdigit(*p)) {
+        p++;
     }
-    if (*end && !end[1]) {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            unit = 1024;
-            end++;
-            break;
-        case 'm':
-        case 'M':
-            unit = 1024 * 1024;
-            end++;
-            break;
-        case 'g':
-        case 'G':
-            unit = 1024 * 1024 * 1024;
-            end++;
+    digits_end = p;
+    if (*p && !p[1] && unit_of(*p)) {
+        if (!units) {
+            return MM_PARSE_SUFFIX;
+        }
+        unit = unit_of(*p++);
+    }
+    if (*p) {
+        return MM_PARSE_NOT_A_NUMBER;
+    }
+    for (p = arg; p < digits_end; p++) {
+        unsigned d = (unsigned)(*p - '0');
+
+        if (n > (APR_UINT64_MAX - d) / 10) {
+            overflow = 1;
             break;
         }
+        n = n * 10 + d;
     }
-    if (errno || *end || n < 0) {
-        return MM_PARSE_NOT_A_NUMBER;
-    }
-    if ((apr_uint64_t)n > max / unit) {
+    if (overflow || n > max / unit) {
         return MM_PARSE_TOO_LARGE;
     }
-    if ((apr_uint64_t)n * unit < min) {
+    if (n * unit < min) {
         return MM_PARSE_TOO_SMALL;
     }
-    *out = (apr_uint64_t)n * unit;
+    *out = n * unit;
     return MM_PARSE_OK;
+}
+
+mm_parse_e mm_parse_size(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out)
+{
+    return parse_number(arg, 1, min, max, out);
+}
+
+mm_parse_e mm_parse_count(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out)
+{
+    return parse_number(arg, 0, min, max, out);
 }
 
 int mm_parse_header_name_ok(const char *s)

@@ -12,11 +12,16 @@ typedef enum {
     MM_PARSE_NOT_A_NUMBER,
     MM_PARSE_TOO_SMALL,
     MM_PARSE_TOO_LARGE,
+    MM_PARSE_SUFFIX, /* a count with a K, M or G suffix */
 } mm_parse_e;
 
-/* A whole number with an optional K, M or G suffix (powers of 1024),
- * from min to max; *out is set only when the result is MM_PARSE_OK. */
+/* A size in bytes: a whole number (digits only, up to 2^64 - 1) with an
+ * optional K, M or G suffix (powers of 1024), from min to max; *out is set
+ * only when the result is MM_PARSE_OK. */
 mm_parse_e mm_parse_size(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out);
+
+/* A count or a time: the same without the suffixes, which mean bytes. */
+mm_parse_e mm_parse_count(const char *arg, apr_uint64_t min, apr_uint64_t max, apr_uint64_t *out);
 
 /* A header name: a token of RFC 9110 (not empty). */
 int mm_parse_header_name_ok(const char *s);

@@ -138,15 +138,42 @@ mrubyMaxRequestsPerVM 3
     ("mrubyMaxRequestsPerVM -1", "is not a number"),
     # values that would overflow what they are stored in
     ("mrubyRequestBodyLimit 17179869183G", "above the maximum"),
-    ("mrubyRequestBodyLimit 99999999999999999999", "above the maximum"),
+    ("mrubyRequestBodyLimit 99999999999999999999", "above the maximum of 9223372036854775807"),
     ("mrubyTimeout 9223372036854776", "above the maximum"),
     ("<Location /x>\nmrubyMemoryLimit 8M\n</Location>", "not allowed"),
+    # counts and times take no K, M or G: those are for sizes in bytes
+    ("mrubyMaxRequestsPerVM 3K", "mrubyMaxRequestsPerVM: '3K' is not a plain number: K, M and G are only for sizes"),
+    ("mrubyMaxRequestsPerVM 1g", "mrubyMaxRequestsPerVM: '1g' is not a plain number"),
+    ("mrubyTimeout 2K", "mrubyTimeout: '2K' is not a plain number"),
+    ("mrubyFormFieldsLimit 1K", "mrubyFormFieldsLimit: '1K' is not a number between 1 and 1000000"),
+    ("mrubyFormFieldsLimit +5", "mrubyFormFieldsLimit: '+5' is not a number between 1 and 1000000"),
+    ("mrubyFormFieldsLimit ' 5'", "mrubyFormFieldsLimit: ' 5' is not a number between 1 and 1000000"),
+    ("mrubyMaxRequestsPerVM 3x", "mrubyMaxRequestsPerVM: '3x' is not a number"),
+    # the true maximum of a count: 2^64 - 1, not 2^63 - 1 under another name
+    ("mrubyMaxRequestsPerVM 18446744073709551616",
+     "mrubyMaxRequestsPerVM: 18446744073709551616 is above the maximum of 18446744073709551615"),
+    ("mrubyMaxRequestsPerVM 99999999999999999999", "above the maximum of 18446744073709551615"),
 ])
 def test_bad_limit_directives(make_httpd, directive, message):
     srv = make_httpd("badlimit", "event")
     code, out = srv.configtest(directive + "\n")
     assert code != 0
     assert message in out, out
+
+
+@pytest.mark.parametrize("directive", [
+    "mrubyMaxRequestsPerVM 9223372036854775808",  # 2^63: was refused, "above the maximum of 2^64 - 1"
+    "mrubyMaxRequestsPerVM 18446744073709551615",
+    "mrubyMaxRequestsPerVM 0",
+    "mrubyMemoryLimit 64M",
+    "mrubyMemoryLimit 1048576",
+    "mrubyRequestBodyLimit 64k",
+    "mrubyFormFieldsLimit 1000000",
+])
+def test_good_limit_directives(make_httpd, directive):
+    srv = make_httpd("goodlimit", "event")
+    code, out = srv.configtest(directive + "\n")
+    assert code == 0, out
 
 
 # ---------------------------------------------------------------- timeouts
