@@ -31,7 +31,9 @@
 
 APLOG_USE_MODULE(mruby);
 
-/* Scripts larger than this are refused: they are certainly a mistake. */
+/* Script files larger than this (source or bytecode) are refused: they are
+ * certainly a mistake, and each would be read whole into memory. A whole
+ * number of MB (the message says it so); documented in docs/directives.md. */
 #define MM_SCRIPT_MAX_BYTES (16 * 1024 * 1024)
 
 /* One file's compiled image, shared by the threads of a process. */
@@ -221,7 +223,9 @@ static const char *read_file(const char *path, apr_pool_t *p, char **data, apr_s
     }
     if (fi->size > MM_SCRIPT_MAX_BYTES) {
         apr_file_close(f);
-        return apr_psprintf(p, "%s is larger than %d bytes", path, MM_SCRIPT_MAX_BYTES);
+        return apr_psprintf(
+            p, "%s is %" APR_OFF_T_FMT " bytes, over the %d MB (%d bytes) a script file may have", path,
+            fi->size, MM_SCRIPT_MAX_BYTES >> 20, MM_SCRIPT_MAX_BYTES);
     }
     buf = apr_palloc(p, (apr_size_t)fi->size + 1);
     rv = apr_file_read_full(f, buf, (apr_size_t)fi->size, len);

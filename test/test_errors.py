@@ -295,6 +295,47 @@ def test_script_that_is_not_a_regular_file_fails_configtest(make_httpd, kind):
     assert "mrubyHandler: %s is not a regular file" % path in out, out
 
 
+# Script files may be at most 16 MB; a sparse file takes no room on disk.
+SCRIPT_MAX = 16 * 1024 * 1024
+
+
+def sparse_script(path, size):
+    with open(path, "wb") as f:
+        f.write(b"Apache.rputs 'edge'\n")  # then NULs, where mruby's parser stops
+        f.truncate(size)
+    os.chmod(path, 0o644)
+    return path
+
+
+def too_large(path, size):
+    return "%s is %d bytes, over the 16 MB (16777216 bytes) a script file may have" % (path, size)
+
+
+@pytest.mark.parametrize("directive", ["mrubyHandler", "mrubyFixupsLast", "mrubyOutputFilter"])
+def test_script_file_over_16_mb_fails_configtest(make_httpd, directive):
+    srv = make_httpd("bigscript", "event")
+    path = sparse_script(srv.path("scripts/big.rb"), SCRIPT_MAX + 1)
+    code, out = srv.configtest("%s {root}/scripts/big.rb cache\n" % directive)
+    assert code != 0
+    assert "%s: %s" % (directive, too_large(path, SCRIPT_MAX + 1)) in out, out
+
+
+def test_script_file_of_16_mb_is_accepted(make_httpd):
+    srv = make_httpd("edgescript", "event")
+    sparse_script(srv.path("scripts/edge.rb"), SCRIPT_MAX)
+    code, out = srv.configtest("mrubyHandler {root}/scripts/edge.rb cache\n")
+    assert code == 0, out
+
+
+def test_mrb_file_over_16_mb_is_a_500_that_names_it(server):
+    path = sparse_script(server.path("htdocs/big.mrb"), 17 * 1024 * 1024)
+    for _ in range(2):
+        r = server.get("/big.mrb")
+        assert r.status == 500
+        assert b"edge" not in r.body
+    server.wait_log(r"MRB00020: Handler script %s" % re.escape(too_large(path, 17 * 1024 * 1024)))
+
+
 def test_bad_second_argument_fails_configtest(make_httpd, mpm):
     srv = make_httpd("badarg", mpm)
     srv.write("scripts/ok.rb", "Apache.rputs 1\n")
