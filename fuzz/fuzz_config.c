@@ -17,7 +17,7 @@ static const struct {
 } bounds[] = {
     {1024 * 1024, APR_SIZE_MAX, 1},   /* mrubyMemoryLimit */
     {0, APR_UINT64_MAX, 0},           /* mrubyMaxRequestsPerVM */
-    {0, APR_INT64_MAX / 1000, 0},     /* mrubyTimeout */
+    {0, APR_INT64_MAX / 2000, 0},     /* mrubyTimeout */
     {0, APR_INT64_MAX, 1},            /* mrubyRequestBodyLimit */
     {1, 1000000, 0},                  /* mrubyFormFieldsLimit */
     {1, 64 * 1024 * 1024, 1},         /* mrubyCache max-value= */

@@ -296,8 +296,10 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
-        /* in microseconds, it must still fit an apr_interval_time_t */
-        err = parse_count(cmd, arg, 0, APR_INT64_MAX / 1000, &ms);
+        /* In microseconds it is added to the time now (run.c's deadline),
+         * and the sum must still fit an apr_time_t: half the range, some
+         * 146,000 years, leaves room for any time now. */
+        err = parse_count(cmd, arg, 0, APR_INT64_MAX / 2000, &ms);
     }
     if (err) {
         return err;

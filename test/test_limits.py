@@ -140,6 +140,8 @@ mrubyMaxRequestsPerVM 3
     ("mrubyRequestBodyLimit 17179869183G", "above the maximum"),
     ("mrubyRequestBodyLimit 99999999999999999999", "above the maximum of 9223372036854775807"),
     ("mrubyTimeout 9223372036854776", "above the maximum"),
+    # the deadline, now + this in microseconds, must fit 64 bits
+    ("mrubyTimeout 9223372036854775", "mrubyTimeout: 9223372036854775 is above the maximum of 4611686018427387"),
     ("<Location /x>\nmrubyMemoryLimit 8M\n</Location>", "not allowed"),
     # counts and times take no K, M or G: those are for sizes in bytes
     ("mrubyMaxRequestsPerVM 3K", "mrubyMaxRequestsPerVM: '3K' is not a plain number: K, M and G are only for sizes"),
@@ -267,6 +269,27 @@ def test_timeout_of_a_script_that_removed_the_apache_constant(make_httpd, mpm):
     srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on: stopped, and its VM replaced")
     r = srv.get("/quick")
     assert (r.status, r.body) == (200, b"49995000 1")  # a new VM, with Apache
+
+
+@needs_hook
+def test_largest_timeout_accepted_lets_scripts_run(make_httpd):
+    # The deadline is the time now plus the timeout, in microseconds: with
+    # the largest value once accepted (9223372036854775 ms) it overflowed,
+    # and every script was stopped at once (503).
+    srv = make_httpd("timeout-largest", "event")
+    code, out = srv.configtest("mrubyTimeout 99999999999999999\n")
+    assert code != 0
+    largest = re.search(r"above the maximum of (\d+)", out).group(1)
+    srv.body = r"""
+<Location /quick>
+    mrubyTimeout %s
+    SetHandler mruby-native-script
+    mrubyHandlerCode "s = 0; 10_000.times { |i| s += i }; Apache.rputs s.to_s"
+</Location>
+""" % largest
+    srv.start()
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"49995000")
 
 
 @needs_hook
