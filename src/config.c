@@ -286,6 +286,12 @@ static const char *cmd_server_token(cmd_parms *cmd, void *dconf, int on)
     return NULL;
 }
 
+/* A setting of a section applies to all its requests, whatever their method:
+ * httpd applies what a <Limit> or <LimitExcept> holds to every method, so a
+ * setting there would seem to apply to some methods only. Refused there, as
+ * the scripts are. */
+#define MM_SECTION_SETTING (NOT_IN_LIMIT | NOT_IN_HTACCESS)
+
 /* mrubyTimeout MS|off: a time, so no K, M or G. Stopping a script needs
  * mruby's instruction hook, which only a libmruby built with
  * MRB_USE_DEBUG_HOOK has. */
@@ -293,7 +299,7 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
     apr_uint64_t ms = 0;
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
         /* In microseconds it is added to the time now (run.c's deadline),
@@ -319,7 +325,7 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
     apr_uint64_t n;
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
 
     if (err == NULL) {
         err = parse_size(cmd, arg, 0, APR_INT64_MAX, &n); /* an apr_off_t */
@@ -334,7 +340,7 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
-    const char *err = ap_check_cmd_context(cmd, NOT_IN_HTACCESS);
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
     apr_uint64_t v;
 
     if (err) {

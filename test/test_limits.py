@@ -155,12 +155,38 @@ mrubyMaxRequestsPerVM 3
     ("mrubyMaxRequestsPerVM 18446744073709551616",
      "mrubyMaxRequestsPerVM: 18446744073709551616 is above the maximum of 18446744073709551615"),
     ("mrubyMaxRequestsPerVM 99999999999999999999", "above the maximum of 18446744073709551615"),
+    # <Limit POST> would apply them to every method: refused, as scripts are
+    ("<Location /x>\n<Limit POST>\nmrubyRequestBodyLimit 1K\n</Limit>\n</Location>",
+     "mrubyRequestBodyLimit cannot occur within <Limit> or <LimitExcept> section"),
+    ("<Location /x>\n<LimitExcept GET>\nmrubyFormFieldsLimit 2\n</LimitExcept>\n</Location>",
+     "mrubyFormFieldsLimit cannot occur within <Limit> or <LimitExcept> section"),
+    ("<Directory /x>\n<Limit POST>\nmrubyTimeout off\n</Limit>\n</Directory>",
+     "mrubyTimeout cannot occur within <Limit> or <LimitExcept> section"),
+    ("<Location /x>\n<Limit GET>\nmrubyHandlerCode \"Apache.rputs 1\"\n</Limit>\n</Location>",
+     "mrubyHandlerCode cannot occur within <Limit> or <LimitExcept> section"),
 ])
 def test_bad_limit_directives(make_httpd, directive, message):
     srv = make_httpd("badlimit", "event")
     code, out = srv.configtest(directive + "\n")
     assert code != 0
     assert message in out, out
+
+
+def test_a_setting_for_one_method_goes_in_an_if_section(make_httpd, mpm):
+    # What docs/directives.md offers instead of <Limit POST>, which applied
+    # the setting to every method and is now refused.
+    srv = make_httpd("ifmethod", mpm, r"""
+<Location /fields>
+    <If "%{REQUEST_METHOD} == 'POST'">
+        mrubyFormFieldsLimit 2
+    </If>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.query_params.size.to_s"
+</Location>
+""").start()
+    for _ in range(2):
+        assert srv.get("/fields?a=1&b=2&c=3&d=4").body == b"4"
+        assert srv.request("POST", "/fields?a=1&b=2&c=3&d=4", body=b"").body == b"2"
 
 
 @pytest.mark.parametrize("directive", [
