@@ -19,13 +19,33 @@ FLOOD_LOG_PATTERNS = {
 }
 
 
+def time_wait_sockets():
+    """TCP sockets in TIME_WAIT on this machine (/proc/net/sockstat)."""
+    with open("/proc/net/sockstat") as f:
+        m = re.search(r"^TCP:.* tw (\d+)", f.read(), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def drain_time_wait(most=4000, timeout=90):
+    """Waits until at most `most` sockets are in TIME_WAIT (or timeout s);
+    returns the seconds waited. A flood of 20000 connections leaves as many
+    client ports in TIME_WAIT for a minute: the next flood, right after,
+    found too few free ports (connects slowed down, then failed), which
+    made each target's result depend on those flooded before it."""
+    start = time.monotonic()
+    while time_wait_sockets() > most and time.monotonic() - start < timeout:
+        time.sleep(1)
+    return round(time.monotonic() - start, 1)
+
+
 def flood(srv, requests, concurrency, client_cpus):
     """ab -c concurrency without keep-alive; what failed and why."""
+    waited = drain_time_wait()
     before = srv.error_log()
     res = run_ab(srv.url + srv.target.path, requests, concurrency, False, client_cpus)
     log = srv.error_log()[len(before):]
     found = {k: len(re.findall(p, log)) for k, p in FLOOD_LOG_PATTERNS.items()}
-    out = dict(res.summary(), log=found)
+    out = dict(res.summary(), log=found, waited_s=waited)
     if res.real_failures:
         # Evidence for whoever looks into it: what ab and httpd said.
         out["ab_tail"] = res.output[-1500:]
