@@ -494,6 +494,25 @@ static int is_sleeping(mm_run_t *run)
     return !mrb_nil_p(run->fiber) && mrb_test(mrb_fiber_alive_p(run->vm->mrb, run->fiber));
 }
 
+/* A fiber that switches back to the context it came from leaves marks on
+ * that context's frame: no target class (how mruby's VM tells a return from
+ * a method that switched contexts), and, for a fiber resumed from C, a
+ * frame resumed from C. The harness resumes a script's fiber from C, on the
+ * root context's first frame, where later scripts run directly: the marks
+ * a sleep left there made their top-level `def` and `class` raise ("no
+ * target class or module") and their Fiber#transfer too ("can't cross C
+ * function boundary"), for the rest of the VM's life. They are cleared
+ * whenever the fiber gives control back. */
+static void clear_root_frame(mrb_state *mrb)
+{
+    mrb_callinfo *ci = mrb->root_c->ci;
+
+    ci->cci = 0; /* mruby's CINFO_NONE: an ordinary frame */
+    if (mrb_vm_ci_env(ci) == NULL) {
+        ci->u.target_class = mrb->object_class;
+    }
+}
+
 /* Executes (or resumes) the script until it ends or sleeps, and returns the
  * phase result; SUSPENDED when it sleeps and httpd will call us back. */
 static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_slot_t *slot)
@@ -510,6 +529,9 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         arm_timeout(run, &outer_timer);
         exc = mrb_protect_error(mrb, body, arg, &raised);
         timed_out = disarm_timeout(run, &outer_timer);
+        if (!mrb_nil_p(run->fiber)) {
+            clear_root_frame(mrb);
+        }
         /* At top level an uncaught exception comes back in mrb->exc; in a
          * nested run (a subrequest made by a script) it is thrown to us. */
         if (!raised && mrb->exc) {

@@ -243,6 +243,37 @@ def test_another_request_cannot_resume_a_sleeping_script(make_httpd):
     assert (r.status, r.body) == (200, b"ab")
 
 
+AFTER_A_SLEEP = r"""
+<Location /sleep>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
+</Location>
+<Location /define>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def greeting; 'hi'; end; class Greeter; end; Apache.rputs greeting"
+</Location>
+<Location /transfer>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Fiber.new { 'transferred' }.transfer"
+</Location>
+"""
+
+
+def test_scripts_run_directly_after_a_sleep_in_their_vm(make_httpd, mpm):
+    # One thread, so one VM. The sleep left its marks on the frame where
+    # the scripts that need no fiber run: in every later one, a top-level
+    # def or class raised TypeError, and Fiber#transfer raised FiberError.
+    srv = make_httpd("aftersleep", mpm, AFTER_A_SLEEP, mpm_conf=SINGLE_WORKER[mpm]).start()
+    for _ in range(2):
+        assert srv.get("/sleep").body == b"ab"
+        for _ in range(2):
+            r = srv.get("/define")
+            assert (r.status, r.body) == (200, b"hi")
+            r = srv.get("/transfer")
+            assert (r.status, r.body) == (200, b"transferred")
+    assert "[mruby:error]" not in srv.error_log()
+
+
 # ------------------------------------------------------------ event MPM
 
 TWO_THREADS = dict(StartServers=1, ServerLimit=1, ThreadsPerChild=2, MinSpareThreads=2,
