@@ -272,6 +272,25 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
 
 /* The three ways into a script, each a body for mrb_protect_error. */
 
+/* mruby's CINFO_RESUMED (private to its vm.c and fiber.c): a frame whose
+ * context resumed a fiber from C. */
+#define MM_CINFO_RESUMED 3
+
+/* The harness resumes a script's fiber from C, on the root context's first
+ * frame. A fiber that goes back to a context not resumed from C expects to
+ * find it in a Ruby call of Fiber#resume or #transfer, and goes on with the
+ * caller's frame, the one below: the root context's first frame has none,
+ * and the child crashed when a fiber the script had started with #transfer
+ * yielded, or when the script transferred to the root fiber (kept with
+ * Fiber.current by a script run directly). Marked as resumed from C, the
+ * frame makes mruby give control back to the harness, as a sleep does; the
+ * script left its fiber otherwise than by sleeping: a 500 (execute). */
+static void resume_from_root(mrb_state *mrb, mrb_value fiber)
+{
+    mrb->root_c->ci->cci = MM_CINFO_RESUMED;
+    mrb_fiber_resume(mrb, fiber, 0, NULL);
+}
+
 /* Each body first notes its catch point, the one mrb_protect_error set up:
  * where a hard stop (timeout_hook) jumps to. */
 static mrb_value run_direct(mrb_state *mrb, void *proc)
@@ -321,7 +340,7 @@ static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
      * switched, so a C method's return would look like a yield. The
      * script's top level defines into Object. */
     cxt->cibase->u.target_class = mrb->object_class;
-    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    resume_from_root(mrb, run->fiber);
 
     return run->fiber;
 }
@@ -397,7 +416,7 @@ static mrb_value run_resume(mrb_state *mrb, void *ud)
 
     run->escape = mrb->jmp;
     ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_SUSPENDED;
-    mrb_fiber_resume(mrb, run->fiber, 0, NULL);
+    resume_from_root(mrb, run->fiber);
     return run->fiber;
 }
 
@@ -497,12 +516,12 @@ static int is_sleeping(mm_run_t *run)
 /* A fiber that switches back to the context it came from leaves marks on
  * that context's frame: no target class (how mruby's VM tells a return from
  * a method that switched contexts), and, for a fiber resumed from C, a
- * frame resumed from C. The harness resumes a script's fiber from C, on the
- * root context's first frame, where later scripts run directly: the marks
- * a sleep left there made their top-level `def` and `class` raise ("no
- * target class or module") and their Fiber#transfer too ("can't cross C
- * function boundary"), for the rest of the VM's life. They are cleared
- * whenever the fiber gives control back. */
+ * frame resumed from C (resume_from_root sets that one too). The harness
+ * resumes a script's fiber on the root context's first frame, where later
+ * scripts run directly: the marks a sleep left there made their top-level
+ * `def` and `class` raise ("no target class or module") and their
+ * Fiber#transfer too ("can't cross C function boundary"), for the rest of
+ * the VM's life. They are cleared whenever the fiber gives control back. */
 static void clear_root_frame(mrb_state *mrb)
 {
     mrb_callinfo *ci = mrb->root_c->ci;
@@ -571,7 +590,8 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         hold_fiber(run);
         if (run->sleep < 0) {
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
-                          MM_LOGNO(00060) "%s script %s yielded its own fiber: use Apache::Async.sleep",
+                          MM_LOGNO(00060) "%s script %s left its fiber (Fiber.yield, Fiber#transfer): "
+                                          "only Apache::Async.sleep may suspend it",
                           run->kind->stem, run->script);
             return result_of_exception(run, mrb_nil_value());
         }

@@ -186,7 +186,7 @@ def test_yielding_the_script_fiber_directly_is_an_error(server):
         assert server.get("/yield.mrb").status == 500
         return
     assert server.get("/yield.mrb").status == 500
-    server.wait_log(r"MRB00060: Handler script .*yield\.mrb yielded its own fiber")
+    server.wait_log(r"MRB00060: Handler script .*yield\.mrb left its fiber")
 
 
 REDEFINED_FIBER = r"""
@@ -272,6 +272,46 @@ def test_scripts_run_directly_after_a_sleep_in_their_vm(make_httpd, mpm):
             r = srv.get("/transfer")
             assert (r.status, r.body) == (200, b"transferred")
     assert "[mruby:error]" not in srv.error_log()
+
+
+LEFT_FIBER = r"""
+<Location /keep_root>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$root = Fiber.current; Apache.rputs 'kept'"
+</Location>
+<Location /transfer_to_root>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Async; $root.transfer; Apache.rputs 'after'"
+</Location>
+<Location /transferred_yields>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Async; Fiber.new { Fiber.yield }.transfer; Apache.rputs 'after'"
+</Location>
+<Location /sleep>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
+</Location>
+"""
+
+
+def test_a_script_that_leaves_its_fiber_to_the_root_fiber(make_httpd, mpm):
+    # One thread, whose VM no script slept in yet. A fiber started with
+    # #transfer goes back to the root fiber when it yields, and so does a
+    # transfer to the root fiber (kept by a script run directly): in a
+    # script that runs in a fiber of its own, the child crashed. Run
+    # directly (no fiber: prefork, worker), they are plain Ruby.
+    srv = make_httpd("leftfiber", mpm, LEFT_FIBER, mpm_conf=SINGLE_WORKER[mpm]).start()
+    assert srv.get("/keep_root").body == b"kept"
+    for path in ("/transferred_yields", "/transfer_to_root", "/transferred_yields"):
+        r = srv.get(path)
+        if mpm == "event":
+            assert r.status == 500
+        else:
+            assert (r.status, r.body) == (200, b"after")
+    if mpm == "event":
+        srv.wait_log(r"MRB00060: Handler script .* left its fiber \(Fiber\.yield, Fiber#transfer\)")
+    assert srv.get("/sleep").body == b"ab"
+    assert srv.get("/keep_root").body == b"kept"
 
 
 # ------------------------------------------------------------ event MPM
