@@ -607,14 +607,18 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
 /* mruby raises the same SystemStackError object every time, and gives an
  * exception a backtrace only if it has none: the first overflow in a VM
  * would be logged as where all later ones happened. Its backtrace goes
- * when an outermost run ends (one lookup). mruby's shared NoMemoryError
- * gets none: it is raised with the collector's out-of-memory mark set, and
- * a VM out of its mrubyMemoryLimit is replaced. */
+ * when an outermost run ends (one lookup). A script that rescued it may
+ * have frozen it: mruby then gives it no backtrace any more, and refused to
+ * remove this one, raising where nothing catches, which aborted the child;
+ * it is thawed first. mruby's shared NoMemoryError gets none: it is raised
+ * with the collector's out-of-memory mark set, and a VM out of its
+ * mrubyMemoryLimit is replaced. */
 static void forget_stack_error_backtrace(mm_vm_t *vm)
 {
     struct RObject *err = vm->mrb->stack_err;
 
-    if (err && mrb_obj_iv_defined(vm->mrb, err, vm->sym_backtrace)) {
+    if (err && (MRB_FROZEN_P(err) || mrb_obj_iv_defined(vm->mrb, err, vm->sym_backtrace))) {
+        MRB_UNSET_FROZEN_FLAG(err);
         mrb_iv_remove(vm->mrb, mrb_obj_value(err), vm->sym_backtrace);
     }
 }

@@ -36,6 +36,10 @@ mrubyMemoryLimit 16M
     SetHandler mruby-native-script
     mrubyHandlerCode "def other_way(n); [n].each { |i| other_way(i + 1) }; end; other_way(0)"
 </Location>
+<Location /freeze_stack_error>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; begin; deeper(0); rescue SystemStackError => e; e.freeze; end; Apache.rputs 'frozen'"
+</Location>
 <Location /gc_off>
     SetHandler mruby-native-script
     mrubyHandlerCode "GC.disable; GC.interval_ratio = 1_000_000; GC.step_ratio = 1; Apache.rputs 'off'"
@@ -82,20 +86,40 @@ def test_endless_recursion_is_a_clean_500(server):
     assert server.get("/count").status == 200
 
 
+def stack_error_logged(server, path):
+    """GETs path, which overflows the stack: the log line it gets."""
+    before = len(server.log_lines(r"raised SystemStackError"))
+    assert server.get(path).status == 500
+    deadline = time.time() + 10
+    while len(server.log_lines(r"raised SystemStackError")) == before and time.time() < deadline:
+        time.sleep(0.05)
+    return server.log_lines(r"raised SystemStackError")[-1]
+
+
 def test_each_endless_recursion_is_logged_where_it_happened(server):
     # mruby raises one SystemStackError object each time, and keeps the
     # backtrace of an exception that has one: every overflow after the
     # first in a VM was logged with the first one's backtrace.
     for path, method in (("/recurse", "deeper"), ("/recurse_other", "other_way"),
                          ("/recurse", "deeper")):
-        before = len(server.log_lines(r"raised SystemStackError"))
-        assert server.get(path).status == 500
-        deadline = time.time() + 10
-        while len(server.log_lines(r"raised SystemStackError")) == before and time.time() < deadline:
-            time.sleep(0.05)
-        line = server.log_lines(r"raised SystemStackError")[-1]
+        line = stack_error_logged(server, path)
         backtrace = line.split("[backtrace: ", 1)[1]
         assert re.match(r"%s:\d+:in %s," % (re.escape(server.conf_path), method), backtrace), line
+
+
+def test_a_script_that_freezes_the_stack_error_it_rescued(server):
+    # It is mruby's one SystemStackError of the VM: frozen, its backtrace
+    # could not be taken off when the script ended (mruby raised where
+    # nothing catches, and the child aborted), nor would the next overflow
+    # get its own.
+    before = count(server)
+    for _ in range(2):
+        r = server.get("/freeze_stack_error")
+        assert (r.status, r.body) == (200, b"frozen")
+        line = stack_error_logged(server, "/recurse_other")
+        backtrace = line.split("[backtrace: ", 1)[1]
+        assert re.match(r"%s:\d+:in other_way," % re.escape(server.conf_path), backtrace), line
+    assert count(server) == before + 1  # the same VM all along
 
 
 def test_a_script_leaves_the_collector_as_it_found_it(server):
