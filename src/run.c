@@ -626,12 +626,18 @@ static void forget_stack_error_backtrace(mm_vm_t *vm)
 /* The collector's settings are the VM's: a script that turned it off
  * (GC.disable) or all but off (a huge GC.interval_ratio) left it so for
  * every later request of its thread, whose garbage then piled up for good.
- * They are put back when an outermost run ends. */
+ * They are put back when an outermost run ends. So is its out-of-memory
+ * mark, which a refused allocation sets (a script's 'x' * 2**47, in a VM
+ * without mrubyMemoryLimit, which is not replaced) and only the next
+ * allocation mruby makes with malloc clears: meanwhile mruby gives no
+ * exception a backtrace, and the next stack overflow of the VM, another
+ * request's, was logged without its place and backtrace. */
 static void restore_gc(mm_vm_t *vm)
 {
     mrb_gc *gc = &vm->mrb->gc;
 
     gc->disabled = FALSE;
+    gc->out_of_memory = FALSE;
     gc->interval_ratio = vm->gc_interval_ratio;
     gc->step_ratio = vm->gc_step_ratio;
 }

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import procs
-from httpd import SINGLE_WORKER, measures_memory, module_httpd
+from httpd import PRELOAD, SINGLE_WORKER, measures_memory, module_httpd
 
 HOOKED = os.environ.get("MM_MRUBY_MODE") == "source"
 needs_hook = pytest.mark.skipif(not HOOKED, reason="needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
@@ -120,6 +120,35 @@ def test_a_script_that_freezes_the_stack_error_it_rescued(server):
         backtrace = line.split("[backtrace: ", 1)[1]
         assert re.match(r"%s:\d+:in other_way," % re.escape(server.conf_path), backtrace), line
     assert count(server) == before + 1  # the same VM all along
+
+
+# A script runs out of memory by asking for 128 TB: malloc refuses it, and
+# mruby raises NoMemoryError; ASan takes such a request for an error of the
+# program and stops it.
+huge_malloc = pytest.mark.skipif(bool(PRELOAD), reason="ASan aborts on a 128 TB malloc")
+
+
+@huge_malloc
+def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happened(make_httpd, mpm):
+    # Without mrubyMemoryLimit the VM that ran out of memory is not
+    # replaced, and mruby's out-of-memory mark stayed set into the next
+    # request: its stack overflow was logged without place or backtrace.
+    srv = make_httpd("oomthenstack", mpm, r"""
+<Location /recurse>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
+</Location>
+<Location /no_memory>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "'x' * (2 ** 47)"
+</Location>
+""", mpm_conf=SINGLE_WORKER[mpm]).start()
+    for _ in range(2):
+        assert srv.get("/no_memory").status == 500
+        line = stack_error_logged(srv, "/recurse")
+        assert re.search(r"raised SystemStackError at %s:\d+: stack level too deep \[backtrace: %s:\d+:in deeper,"
+                         % ((re.escape(srv.conf_path),) * 2), line), line
+    srv.wait_log(r"MRB00030: Handler script .* raised NoMemoryError")
 
 
 def test_a_script_leaves_the_collector_as_it_found_it(server):
