@@ -606,20 +606,35 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
 
 /* mruby raises the same SystemStackError object every time, and gives an
  * exception a backtrace only if it has none: the first overflow in a VM
- * would be logged as where all later ones happened. Its backtrace goes
- * when an outermost run ends (one lookup). A script that rescued it may
- * have frozen it: mruby then gives it no backtrace any more, and refused to
- * remove this one, raising where nothing catches, which aborted the child;
- * it is thawed first. mruby's shared NoMemoryError gets none: it is raised
- * with the collector's out-of-memory mark set, and a VM out of its
- * mrubyMemoryLimit is replaced. */
-static void forget_stack_error_backtrace(mm_vm_t *vm)
+ * would be logged as where all later ones happened. And a script that
+ * rescued it has mruby's object: what it did to it (its message replaced
+ * with #initialize, methods of its own, frozen, a backtrace set) would be
+ * in the log entry of every later overflow in the VM; frozen, it refused
+ * the removal of its backtrace, raising where nothing catches, which
+ * aborted the child. So when an outermost run ends it is put back as mruby
+ * made it, its message kept frozen (vm.c); what tells whether it needs it
+ * costs one lookup. The NoMemoryError mruby raises is frozen, and never
+ * gets a backtrace (it is raised with the collector's out-of-memory mark
+ * set): only its message can be replaced. */
+static void restore_shared_errors(mm_vm_t *vm)
 {
-    struct RObject *err = vm->mrb->stack_err;
+    mrb_state *mrb = vm->mrb;
+    struct RObject *err = mrb->stack_err;
+    const uint32_t changed = MRB_FL_OBJ_IS_FROZEN | MRB_EXC_MESG_STRING_FLAG;
 
-    if (err && (MRB_FROZEN_P(err) || mrb_obj_iv_defined(vm->mrb, err, vm->sym_backtrace))) {
-        MRB_UNSET_FROZEN_FLAG(err);
-        mrb_iv_remove(vm->mrb, mrb_obj_value(err), vm->sym_backtrace);
+    if ((err->flags & changed) || err->c != vm->stack_error_class ||
+        mrb_obj_iv_defined(mrb, err, vm->sym_backtrace)) {
+        err->flags &= ~changed;
+        ((struct RException *)err)->mesg = NULL;
+        err->c = vm->stack_error_class;
+        mrb_field_write_barrier(mrb, (struct RBasic *)err, (struct RBasic *)err->c);
+        mrb_iv_remove(mrb, mrb_obj_value(err), vm->sym_backtrace);
+        /* the entry exists: setting it allocates nothing */
+        mrb_obj_iv_set(mrb, err, vm->sym_mesg, vm->stack_error_message);
+    }
+    if (mrb->nomem_err->flags & MRB_EXC_MESG_STRING_FLAG) {
+        mrb->nomem_err->flags &= ~MRB_EXC_MESG_STRING_FLAG;
+        ((struct RException *)mrb->nomem_err)->mesg = NULL;
     }
 }
 
@@ -647,7 +662,7 @@ static void restore_gc(mm_vm_t *vm)
 static void leave_vm(mm_vm_t *vm)
 {
     mm_regexp_forget(vm);
-    forget_stack_error_backtrace(vm);
+    restore_shared_errors(vm);
     restore_gc(vm);
     mm_vm_collect_big_garbage(vm);
 }

@@ -16,6 +16,7 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
+#include <mruby/variable.h>
 
 #include <malloc.h>
 #include <stdlib.h>
@@ -73,6 +74,33 @@ static void seed_random(mrb_state *mrb)
     }
 }
 
+/* mruby raises one SystemStackError object per VM, and one NoMemoryError,
+ * to every script that overflows its stack or runs out of memory, and a
+ * script that rescues one gets the object itself. Their messages are
+ * frozen, as in Ruby: appended to by one script, they showed so in the log
+ * entries of all the later ones. The NoMemoryError is frozen whole (it
+ * never gets a backtrace); what a script can still change of the
+ * SystemStackError, which needs one of its own each time, is put back
+ * when the run ends (run.c), from what is kept here. */
+static void keep_shared_errors(mrb_state *mrb, mm_vm_t *vm)
+{
+    mrb_value msg;
+
+    vm->sym_mesg = mrb_intern_lit(mrb, "mesg");
+    msg = mrb_obj_iv_get(mrb, mrb->nomem_err, vm->sym_mesg);
+    if (mrb_string_p(msg)) {
+        mrb_obj_freeze(mrb, msg);
+    }
+    mrb_obj_freeze(mrb, mrb_obj_value(mrb->nomem_err));
+    vm->stack_error_class = mrb_obj_class(mrb, mrb_obj_value(mrb->stack_err));
+    mrb_gc_register(mrb, mrb_obj_value(vm->stack_error_class));
+    vm->stack_error_message = mrb_obj_iv_get(mrb, mrb->stack_err, vm->sym_mesg);
+    if (mrb_string_p(vm->stack_error_message)) {
+        mrb_obj_freeze(mrb, vm->stack_error_message);
+    }
+    mrb_gc_register(mrb, vm->stack_error_message);
+}
+
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
     mm_binding_init(mrb);
@@ -95,6 +123,7 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
+    keep_shared_errors(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->gc_interval_ratio = mrb->gc.interval_ratio;
     mm_vm_of(mrb)->gc_step_ratio = mrb->gc.step_ratio;
 

@@ -37,6 +37,12 @@ struct mm_vm {
     int gc_interval_ratio;        /* the collector's settings before any script ran */
     int gc_step_ratio;
 
+    /* mruby's one SystemStackError object of the VM, as mruby made it: run.c
+     * puts it back so after each run (vm.c says why). */
+    mrb_sym sym_mesg;                 /* where mruby keeps an exception's message */
+    struct RClass *stack_error_class; /* its class */
+    mrb_value stack_error_message;    /* its message, frozen */
+
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock
      * (recursive: runs nest). NULL under prefork and worker: no locking. */

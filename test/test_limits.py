@@ -151,6 +151,85 @@ def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happene
     srv.wait_log(r"MRB00030: Handler script .* raised NoMemoryError")
 
 
+SHARED_ERRORS = r"""
+<Location /recurse>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
+</Location>
+<Location /no_memory>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "'x' * (2 ** 47)"
+</Location>
+<Location /change_errors>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/change_errors.rb
+</Location>
+<Location /change_kept>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$kept.each { |e| e.send(:initialize, 'replaced in a later run') }; Apache.rputs 'changed'"
+</Location>
+"""
+
+# Everything a script may try on the exception objects it rescued.
+CHANGE_ERRORS_RB = """
+def deeper(n)
+  deeper(n + 1)
+end
+
+out = []
+$kept = []
+[proc { deeper(0) }, proc { 'x' * (2 ** 47) }].each do |fail|
+  begin
+    fail.call
+  rescue SystemStackError, NoMemoryError => e
+    $kept << e
+    begin
+      e.message << ' and more'
+    rescue FrozenError
+      out << 'frozen'
+    end
+    e.send(:initialize, 'replaced by a script')
+    begin
+      def e.to_s
+        'redefined by a script'
+      end
+    rescue FrozenError
+    end
+    out << e.message
+  end
+end
+Apache.rputs out.join(',')
+"""
+
+
+@huge_malloc
+def test_a_script_does_not_change_the_errors_mruby_shares(make_httpd, mpm):
+    # mruby raises one SystemStackError object per VM, and one NoMemoryError:
+    # a script that rescues one has the object itself. Its message, appended
+    # to, showed so (and longer each time) in the log entry of every later
+    # overflow of the VM, or replaced, or redefined. (No mrubyMemoryLimit:
+    # the VM that ran out of memory is not replaced.)
+    srv = make_httpd("sharederrors", mpm, SHARED_ERRORS, mpm_conf=SINGLE_WORKER[mpm],
+                     files={"scripts/change_errors.rb": CHANGE_ERRORS_RB}).start()
+    for _ in range(2):
+        r = srv.get("/change_errors")
+        assert (r.status, r.body) == (200, b"frozen,redefined by a script,frozen,replaced by a script")
+        for path in ("/recurse", "/no_memory"):
+            assert srv.get(path).status == 500
+        assert srv.get("/change_kept").body == b"changed"
+        for path in ("/recurse", "/no_memory"):
+            assert srv.get(path).status == 500
+    pattern = r"MRB00030: Handler script .* raised (SystemStackError|NoMemoryError)"
+    deadline = time.time() + 10
+    while len(srv.log_lines(pattern)) < 8 and time.time() < deadline:
+        time.sleep(0.05)
+    lines = srv.log_lines(pattern)
+    assert len(lines) == 8
+    for line in lines:
+        assert re.search(r"raised SystemStackError at .*: stack level too deep \[backtrace: .*:\d+:in deeper|"
+                         r"raised NoMemoryError at .*: Out of memory \[backtrace: none\]$", line), line
+
+
 def test_a_script_leaves_the_collector_as_it_found_it(server):
     # GC.disable (or a huge interval ratio) in one script lasted for the
     # VM's later requests, whose garbage was then never collected.
