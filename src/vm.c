@@ -120,7 +120,11 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
      * and before the hard stop, so a script could run for ever. */
     mm_vm_of(mrb)->timeout_class = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Timeout");
     mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->timeout_class));
+    /* And the class of the fibers scripts that may sleep run in: a script
+     * that removed the constant left the class to the collector, and the
+     * next fiber was made of a freed object. */
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
+    mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->fiber_class));
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
     keep_shared_errors(mrb, mm_vm_of(mrb));

@@ -274,6 +274,37 @@ def test_scripts_run_directly_after_a_sleep_in_their_vm(make_httpd, mpm):
     assert "[mruby:error]" not in srv.error_log()
 
 
+FIBER_REMOVED = r"""
+<Location /remove_fiber>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Object.send(:remove_const, :Fiber); GC.start; Apache.rputs 'removed'"
+</Location>
+<Location /churn>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "a = []; 20_000.times { |i| a << [i.to_s] }; a = nil; GC.start; Apache.rputs 'churned'"
+</Location>
+<Location /sleep>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
+</Location>
+"""
+
+
+def test_a_script_that_removes_the_fiber_constant(make_httpd, mpm):
+    # One thread, so one VM. The harness kept the Fiber class it makes the
+    # fibers of sleeping scripts with, but not from the collector: once the
+    # constant was gone, the class was freed, and the next script that may
+    # sleep had its fiber made of a freed object (a TypeError if the slot
+    # was still free, else whatever object had taken it).
+    srv = make_httpd("nofiber", mpm, FIBER_REMOVED, mpm_conf=SINGLE_WORKER[mpm]).start()
+    assert srv.get("/remove_fiber").body == b"removed"
+    for _ in range(3):
+        assert srv.get("/churn").body == b"churned"
+        r = srv.get("/sleep")
+        assert (r.status, r.body) == (200, b"ab")
+    assert "[mruby:error]" not in srv.error_log()
+
+
 LEFT_FIBER = r"""
 <Location /keep_root>
     SetHandler mruby-native-script
