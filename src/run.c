@@ -381,7 +381,12 @@ static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
 /* A fiber that has ended gives back its context (stack and call frames)
  * at once. That memory is malloc'd, which the GC does not count: left to
  * the GC, the contexts of finished runs pile up between collections,
- * hundreds of KB per VM under load. */
+ * hundreds of KB per VM under load. A run can also end with its fiber
+ * left in the middle: an exception out of a fiber the script had started
+ * with #transfer ends the run, not the script's fiber. That one is held
+ * (hold_fiber, below) for good: a script of a later request that kept it
+ * would run the rest of the old script in its own request with #transfer,
+ * and its own script would end there. */
 static void release_fiber(mm_run_t *run)
 {
     mrb_state *mrb = run->vm->mrb;
@@ -391,8 +396,9 @@ static void release_fiber(mm_run_t *run)
         return;
     }
     f = (struct RFiber *)mrb_obj_ptr(run->fiber);
-    if (f->cxt && f->cxt->status == MRB_FIBER_TERMINATED && f->cxt != mrb->c &&
-        close_first_frame(mrb, f->cxt)) {
+    if (f->cxt && f->cxt->status != MRB_FIBER_TERMINATED) {
+        f->cxt->status = MRB_FIBER_RESUMED;
+    } else if (f->cxt && f->cxt != mrb->c && close_first_frame(mrb, f->cxt)) {
         mrb_free_context(mrb, f->cxt);
         f->cxt = NULL;
     }

@@ -305,6 +305,37 @@ def test_a_script_that_removes_the_fiber_constant(make_httpd, mpm):
     assert "[mruby:error]" not in srv.error_log()
 
 
+ENDED_MID_FIBER = r"""
+<Location /ends_mid_fiber>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Async; $kept = Fiber.current; Fiber.new { raise 'out of a transferred fiber' }.transfer; Apache.rputs 'the rest of the first script'"
+</Location>
+<Location /transfer_to_kept>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "begin; $kept.transfer; Apache.rputs ' the second script'; rescue FiberError => e; Apache.rputs e.message; end"
+</Location>
+"""
+
+
+def test_a_fiber_left_by_an_exception_is_not_resumed_later(make_httpd, mpm):
+    # One thread, so one VM. The exception out of the fiber the script
+    # started with #transfer ends the run, not the script's own fiber,
+    # which stayed resumable: a later request's script that kept it ran the
+    # rest of the first script in its own request, and its own ended there.
+    srv = make_httpd("endedmid", mpm, ENDED_MID_FIBER, mpm_conf=SINGLE_WORKER[mpm]).start()
+    for _ in range(2):
+        r = srv.get("/ends_mid_fiber")
+        assert r.status == 500
+        r = srv.get("/transfer_to_kept")
+        if mpm == "event":
+            assert (r.status, r.body) == (200, b"double resume")
+        else:
+            # no fiber of its own: the script kept the root fiber, and a
+            # transfer to the fiber one runs in returns at once
+            assert (r.status, r.body) == (200, b" the second script")
+    srv.wait_log(r"MRB00030: Handler script .* raised RuntimeError at .*: out of a transferred fiber")
+
+
 LEFT_FIBER = r"""
 <Location /keep_root>
     SetHandler mruby-native-script
