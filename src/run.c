@@ -558,8 +558,11 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
             clear_root_frame(mrb);
         }
         /* At top level an uncaught exception comes back in mrb->exc; in a
-         * nested run (a subrequest made by a script) it is thrown to us. */
-        if (!raised && mrb->exc) {
+         * nested run (a subrequest made by a script) it is thrown to us.
+         * A top-level `return` that went through an ensure clause leaves
+         * mruby's marker of it there, a break object: no exception, the
+         * script ended as it asked (it was logged as "raised (null)": 500). */
+        if (!raised && mrb->exc && mrb->exc->tt != MRB_TT_BREAK) {
             exc = mrb_obj_value(mrb->exc);
             raised = TRUE;
         }
