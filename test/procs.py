@@ -37,6 +37,14 @@ def rss_kb(pid, field="VmRSS"):
     return int(m.group(1)) if m else 0
 
 
+def peak_rss_kb(parent_pid):
+    """The highest peak resident memory (VmHWM, KB) among parent_pid's
+    children."""
+    peaks = [rss_kb(pid, "VmHWM") for pid in children(parent_pid)]
+    assert peaks, "no child process found"
+    return max(peaks)
+
+
 def open_fds(pid):
     """Number of open file descriptors of pid (0 if it is gone)."""
     try:

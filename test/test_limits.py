@@ -484,23 +484,17 @@ garbage = module_httpd("garbage", GARBAGE, mpm_conf=SINGLE_WORKER)
 MB = 1024  # VmHWM is in kB
 
 
-def peak_rss_kb(srv):
-    peaks = [procs.rss_kb(pid, "VmHWM") for pid in procs.children(srv.pid)]
-    assert peaks, "no child process found"
-    return max(peaks)
-
-
 @measures_memory
 def test_big_garbage_of_many_requests_is_collected(garbage):
     # mruby's collector counts objects: one 2 MB String a request is little
     # garbage by count, and a VM grew by a few hundred MB before the first
     # collection. Full collections by size keep it to a few MB.
     assert garbage.get("/garbage").body == b"2000000"
-    before = peak_rss_kb(garbage)
+    before = procs.peak_rss_kb(garbage.pid)
     for _ in range(150):  # 300 MB of garbage
         r = garbage.get("/garbage")
         assert (r.status, r.body) == (200, b"2000000")
-    grown = peak_rss_kb(garbage) - before
+    grown = procs.peak_rss_kb(garbage.pid) - before
     assert grown < 40 * MB, grown
 
 
@@ -510,10 +504,10 @@ def test_big_garbage_of_one_run_is_collected(garbage):
     # later readers), the Strings are garbage after each turn of the loop.
     body = os.urandom(32 * 1024 * 1024)
     assert garbage.request("POST", "/chunks", body=b"x").body == b"1"
-    before = peak_rss_kb(garbage)
+    before = procs.peak_rss_kb(garbage.pid)
     r = garbage.request("POST", "/chunks", body=body)
     assert (r.status, r.body) == (200, str(len(body)).encode())
-    grown = peak_rss_kb(garbage) - before
+    grown = procs.peak_rss_kb(garbage.pid) - before
     # The kept body is 32 MB; the Strings read, left as garbage, were as
     # much again (67 MB in all); collected by size, 38 MB.
     assert grown < 52 * MB, grown
