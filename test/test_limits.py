@@ -127,13 +127,7 @@ def test_a_script_that_freezes_the_stack_error_it_rescued(server):
 # program and stops it.
 huge_malloc = pytest.mark.skipif(bool(PRELOAD), reason="ASan aborts on a 128 TB malloc")
 
-
-@huge_malloc
-def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happened(make_httpd, mpm):
-    # Without mrubyMemoryLimit the VM that ran out of memory is not
-    # replaced, and mruby's out-of-memory mark stayed set into the next
-    # request: its stack overflow was logged without place or backtrace.
-    srv = make_httpd("oomthenstack", mpm, r"""
+OVERFLOW_AND_NO_MEMORY = r"""
 <Location /recurse>
     SetHandler mruby-native-script
     mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
@@ -142,7 +136,15 @@ def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happene
     SetHandler mruby-native-script
     mrubyHandlerCode "'x' * (2 ** 47)"
 </Location>
-""", mpm_conf=SINGLE_WORKER[mpm]).start()
+"""
+
+
+@huge_malloc
+def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happened(make_httpd, mpm):
+    # Without mrubyMemoryLimit the VM that ran out of memory is not
+    # replaced, and mruby's out-of-memory mark stayed set into the next
+    # request: its stack overflow was logged without place or backtrace.
+    srv = make_httpd("oomthenstack", mpm, OVERFLOW_AND_NO_MEMORY, mpm_conf=SINGLE_WORKER[mpm]).start()
     for _ in range(2):
         assert srv.get("/no_memory").status == 500
         line = stack_error_logged(srv, "/recurse")
@@ -151,15 +153,7 @@ def test_a_stack_overflow_after_running_out_of_memory_is_logged_where_it_happene
     srv.wait_log(r"MRB00030: Handler script .* raised NoMemoryError")
 
 
-SHARED_ERRORS = r"""
-<Location /recurse>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
-</Location>
-<Location /no_memory>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "'x' * (2 ** 47)"
-</Location>
+SHARED_ERRORS = OVERFLOW_AND_NO_MEMORY + r"""
 <Location /change_errors>
     SetHandler mruby-native-script
     mrubyHandler {root}/scripts/change_errors.rb
