@@ -32,17 +32,19 @@ static apr_uint64_t unit_of(char c)
 static mm_parse_e parse_number(const char *arg, int units, apr_uint64_t min, apr_uint64_t max,
                                apr_uint64_t *out)
 {
-    const char *p = arg, *digits_end;
+    const char *p = arg;
     apr_uint64_t n = 0, unit = 1;
     int overflow = 0;
 
     if (!apr_isdigit(*p)) {
         return MM_PARSE_NOT_A_NUMBER;
     }
-    while (apr_isdigit(*p)) {
-        p++;
+    for (; apr_isdigit(*p); p++) {
+        unsigned d = (unsigned)(*p - '0');
+
+        overflow |= n > (APR_UINT64_MAX - d) / 10;
+        n = n * 10 + d;
     }
-    digits_end = p;
     if (*p && !p[1] && unit_of(*p)) {
         if (!units) {
             return MM_PARSE_SUFFIX;
@@ -51,15 +53,6 @@ static mm_parse_e parse_number(const char *arg, int units, apr_uint64_t min, apr
     }
     if (*p) {
         return MM_PARSE_NOT_A_NUMBER;
-    }
-    for (p = arg; p < digits_end; p++) {
-        unsigned d = (unsigned)(*p - '0');
-
-        if (n > (APR_UINT64_MAX - d) / 10) {
-            overflow = 1;
-            break;
-        }
-        n = n * 10 + d;
     }
     if (overflow || n > max / unit) {
         return MM_PARSE_TOO_LARGE;

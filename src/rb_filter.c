@@ -48,8 +48,7 @@ static mrb_value filter_flatten(mrb_state *mrb, mrb_value self)
     if ((uint64_t)len > (uint64_t)MRB_INT_MAX) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Filter#flatten: the data is too large for a String");
     }
-    mm_vm_collect_big_garbage(mm_vm_of(mrb)); /* the Strings of earlier runs are garbage by now */
-    str = mrb_str_new(mrb, NULL, (mrb_int)len);
+    str = mm_vm_data_string(mrb, (mrb_int)len);
     if (apr_brigade_flatten(run->bb, RSTRING_PTR(str), &got) != APR_SUCCESS || got != (apr_size_t)len) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Filter#flatten: the data cannot be read");
     }

@@ -42,15 +42,6 @@ static mm_body_t *fill(mrb_state *mrb, request_rec *r, apr_off_t upto)
     return NULL;
 }
 
-/* A String of len bytes for body data. The Strings of earlier reads (a loop
- * reading a large body in chunks) are garbage by now, which mruby's
- * collector, counting objects, would leave. */
-static mrb_value new_body_string(mrb_state *mrb, apr_off_t len)
-{
-    mm_vm_collect_big_garbage(mm_vm_of(mrb));
-    return mrb_str_new(mrb, NULL, (mrb_int)len);
-}
-
 /* r.body: the whole body as a String (binary), nil when the request has
  * none. */
 static mrb_value request_body(mrb_state *mrb, mrb_value self)
@@ -63,7 +54,7 @@ static mrb_value request_body(mrb_state *mrb, mrb_value self)
         return mrb_nil_value();
     }
     b = fill(mrb, r, MM_OFF_MAX);
-    str = new_body_string(mrb, mm_body_kept(b));
+    str = mm_vm_data_string(mrb, (mrb_int)mm_body_kept(b));
     mm_body_copy(b, 0, RSTRING_PTR(str), (apr_size_t)mm_body_kept(b), 0);
     return str;
 }
@@ -105,7 +96,7 @@ static mrb_value take(mrb_state *mrb, request_rec *r, apr_off_t len, int lines)
     if (len > avail) {
         len = avail;
     }
-    str = new_body_string(mrb, len);
+    str = mm_vm_data_string(mrb, (mrb_int)len);
     n = mm_body_copy(b, *cursor, RSTRING_PTR(str), (apr_size_t)len, lines);
     RSTR_SET_LEN(mrb_str_ptr(str), n);
     *cursor += (apr_off_t)n;

@@ -16,6 +16,7 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
+#include <mruby/string.h>
 #include <mruby/variable.h>
 
 #include <malloc.h>
@@ -201,6 +202,12 @@ void mm_vm_collect_big_garbage(mm_vm_t *vm)
         vm->big_bytes = 0;
         mrb_full_gc(vm->mrb);
     }
+}
+
+mrb_value mm_vm_data_string(mrb_state *mrb, mrb_int len)
+{
+    mm_vm_collect_big_garbage(mm_vm_of(mrb));
+    return mrb_str_new(mrb, NULL, len);
 }
 
 mm_vm_t *mm_vm_create(server_rec *s)

@@ -50,7 +50,7 @@ struct mm_vm {
     int suspended; /* sleeping runs (under lock) */
     int orphaned;  /* its thread exited while runs slept (under lock) */
     /* Limits (mrubyMemoryLimit, mrubyMaxRequestsPerVM, mrubyTimeout). */
-    apr_size_t mem_limit;      /* 0: the default allocator, nothing counted */
+    apr_size_t mem_limit;      /* 0: no limit, only big blocks counted */
     apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
     int exhausted;             /* an allocation was refused: replace the VM */
     apr_size_t big_bytes;      /* big blocks allocated since the last full GC (vm.c) */
@@ -82,6 +82,11 @@ void mm_vm_ran(mm_vm_t *vm, server_rec *s);
  * when an outermost run ends or sleeps, and before the body APIs make a
  * String. */
 void mm_vm_collect_big_garbage(mm_vm_t *vm);
+
+/* A String of len bytes, to be filled, for data Ruby reads in chunks (the
+ * request body, a filter's data): the Strings of earlier reads are garbage
+ * by now, so the big garbage is collected first. */
+mrb_value mm_vm_data_string(mrb_state *mrb, mrb_int len);
 
 /* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);
