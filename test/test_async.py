@@ -208,16 +208,21 @@ def test_yielding_the_script_fiber_directly_is_an_error(server):
     server.wait_log(r"MRB00060: Handler script .*yield\.mrb left its fiber")
 
 
-REDEFINED_FIBER = r"""
-<Location /redefine_fiber>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "class Fiber; def initialize(*args, &block); end; end; Apache.rputs 'redefined'"
-</Location>
+# A script that sleeps 10 ms and answers "ab", for the tests below that run
+# it beside others in one VM.
+SLEEP = r"""
 <Location /sleep>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
 </Location>
 """
+
+REDEFINED_FIBER = r"""
+<Location /redefine_fiber>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "class Fiber; def initialize(*args, &block); end; end; Apache.rputs 'redefined'"
+</Location>
+""" + SLEEP
 
 
 def test_fiber_initialize_redefined_by_a_script(make_httpd, mpm):
@@ -262,11 +267,7 @@ def test_another_request_cannot_resume_a_sleeping_script(make_httpd):
     assert (r.status, r.body) == (200, b"ab")
 
 
-AFTER_A_SLEEP = r"""
-<Location /sleep>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
-</Location>
+AFTER_A_SLEEP = SLEEP + r"""
 <Location /define>
     SetHandler mruby-native-script
     mrubyHandlerCode "def greeting; 'hi'; end; class Greeter; end; Apache.rputs greeting"
@@ -302,11 +303,7 @@ FIBER_REMOVED = r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "a = []; 20_000.times { |i| a << [i.to_s] }; a = nil; GC.start; Apache.rputs 'churned'"
 </Location>
-<Location /sleep>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
-</Location>
-"""
+""" + SLEEP
 
 
 def test_a_script_that_removes_the_fiber_constant(make_httpd, mpm):
@@ -368,11 +365,7 @@ LEFT_FIBER = r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache::Async; Fiber.new { Fiber.yield }.transfer; Apache.rputs 'after'"
 </Location>
-<Location /sleep>
-    SetHandler mruby-native-script
-    mrubyHandlerCode "Apache.rputs 'a'; Apache::Async.sleep 10; Apache.rputs 'b'"
-</Location>
-"""
+""" + SLEEP
 
 
 def test_a_script_that_leaves_its_fiber_to_the_root_fiber(make_httpd, mpm):
