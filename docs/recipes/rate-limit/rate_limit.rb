@@ -10,19 +10,30 @@ WINDOW = 60 # seconds
 # at most ADDRESS_LIMIT a minute (room for many clients behind one NAT).
 ADDRESS_LIMIT = 600
 
+# The log names a key by a fingerprint, never by any of its characters:
+# the log is no place for secrets. FNV-1a, 32 bits, as 8 hex digits: two
+# keys almost never share one, and 32 bits of a long random key tell
+# nothing of the rest.
+def rate_limit_fingerprint(key)
+  "%08x" % key.bytes.inject(0x811c9dc5) { |h, b| ((h ^ b) * 0x01000193) & 0xffffffff }
+end
+
 r = Apache::Request.new
 # httpd's own lookups (mod_dir finding index.html) are not requests of the
 # client: count each request once.
 return if r.sub_request?
 key = r.headers_in["X-Api-Key"]
 ip = r.connection.useragent_ip
-# The counters of this request: [name, limit, what the log says past it].
+# The counters of this request: [name, limit, what the log says past it
+# (made only then)].
 counters =
   if key
-    [["key:" + key[0, 64], LIMIT, "API key #{key[0, 6]}... is over #{LIMIT} requests a minute"],
-     ["keys:" + ip, ADDRESS_LIMIT, "#{ip} is over #{ADDRESS_LIMIT} requests a minute with API keys"]]
+    key = key[0, 64]
+    [["key:" + key, LIMIT,
+      -> { "API key ##{rate_limit_fingerprint(key)} from #{ip} is over #{LIMIT} requests a minute" }],
+     ["keys:" + ip, ADDRESS_LIMIT, -> { "#{ip} is over #{ADDRESS_LIMIT} requests a minute with API keys" }]]
   else
-    [["ip:" + ip, LIMIT, "#{ip} is over #{LIMIT} requests a minute"]]
+    [["ip:" + ip, LIMIT, -> { "#{ip} is over #{LIMIT} requests a minute" }]]
   end
 now = Time.now.to_i
 window = now / WINDOW
@@ -48,7 +59,7 @@ out["X-RateLimit-Reset"] = reset.to_s
 if count > limit
   # Once per counter and window, not on every refused request.
   counters.each_with_index do |(_, max, message), i|
-    r.log(Apache::APLOG_WARNING, message) if counts[i] == max + 1
+    r.log(Apache::APLOG_WARNING, message.call) if counts[i] == max + 1
   end
   out["Retry-After"] = reset.to_s
   Apache.return Apache::HTTP_TOO_MANY_REQUESTS
