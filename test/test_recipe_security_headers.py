@@ -26,7 +26,7 @@ ErrorDocument 414 /errors/too-long.html
 srv = recipe_httpd("security-headers", SITE, FILES)
 
 COMMON = {
-    "Strict-Transport-Security": "max-age=31536000; includeSubDomains",
+    "Strict-Transport-Security": "max-age=86400",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "strict-origin-when-cross-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
