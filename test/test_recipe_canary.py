@@ -12,8 +12,13 @@ FILES = {"htdocs/index.html": "home\n"}
 srv = recipe_httpd("canary", "", FILES, backends=("shop-stable", "shop-canary"))
 
 
-def shop(srv, path="/shop/", cookie=None):
-    r = srv.get(path, headers={"Cookie": "shop_release=" + cookie} if cookie else {})
+# In the script's TESTERS (the tests' default address), and not.
+TESTER = "127.0.0.1"
+OTHER = "127.0.0.2"
+
+
+def shop(srv, path="/shop/", cookie=None, source=None):
+    r = srv.get(path, headers={"Cookie": "shop_release=" + cookie} if cookie else {}, source=source)
     assert r.status == 200, r
     return r, json.loads(r.body)["backend"]
 
@@ -46,15 +51,31 @@ def test_users_stay_on_their_release(srv):
 
 
 def test_testers_switch(srv):
-    r, backend = shop(srv, "/shop/?release=canary", cookie="stable")
+    r, backend = shop(srv, "/shop/?release=canary", cookie="stable", source=TESTER)
     assert backend == "shop-canary"
     assert set_cookie(r)[0].startswith("shop_release=canary;")
-    r, backend = shop(srv, "/shop/?release=stable", cookie="canary")
+    r, backend = shop(srv, "/shop/?release=stable", cookie="canary", source=TESTER)
     assert backend == "shop-stable"
     assert set_cookie(r)[0].startswith("shop_release=stable;")
     # An unknown release is not one.
-    r, backend = shop(srv, "/shop/?release=beta", cookie="stable")
+    r, backend = shop(srv, "/shop/?release=beta", cookie="stable", source=TESTER)
     assert backend == "shop-stable" and set_cookie(r) == []
+
+
+def test_others_cannot_choose(srv):
+    """?release= from an address that is not in TESTERS is ignored: users
+    stay on their release, new users are drawn as any other."""
+    for cookie in ("stable", "canary"):
+        asked = "canary" if cookie == "stable" else "stable"
+        r, backend = shop(srv, "/shop/?release=" + asked, cookie=cookie, source=OTHER)
+        assert backend == "shop-" + cookie and set_cookie(r) == []
+    canary = 0
+    for _ in range(100):
+        r, backend = shop(srv, "/shop/?release=canary", source=OTHER)
+        assert set_cookie(r)[0].startswith("shop_release=%s;" % backend[len("shop-"):])
+        canary += backend == "shop-canary"
+    # 10 % drawn, as for anyone: 10 expected of 100, 100 if the query counted.
+    assert canary <= 40, canary
 
 
 def test_a_bad_cookie_is_replaced(srv):

@@ -1,15 +1,17 @@
 # canary.rb: sends CANARY_PERCENT of the users to the new release of the
 # shop and the others to the stable one. The release a user got is kept in
 # a cookie, so each user stays on one release; ?release=canary (or
-# stable) switches, for testers.
+# stable) switches, for testers: clients whose address is in TESTERS.
+# Others' ?release= is ignored, so that a link passed around does not
+# choose the release of everyone who follows it.
 CANARY_PERCENT = 10
 COOKIE = "shop_release"
 RELEASES = %w[stable canary]
-
+TESTERS = %w[127.0.0.1 ::1]
 
 r = Apache::Request.new
 current = r.cookies[COOKIE]
-asked = r.query_params["release"]
+asked = r.query_params["release"] if TESTERS.include?(r.connection.useragent_ip)
 release =
   if RELEASES.include?(asked) then asked
   elsif RELEASES.include?(current) then current
