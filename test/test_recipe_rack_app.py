@@ -1,23 +1,46 @@
 """Recipe docs/recipes/rack-app: a link shortener as a Rack application;
 links made by one request are found by every process and thread, codes do
-not collide, bad input is refused."""
+not collide, bad input is refused, making links is bounded per address,
+per day and by the size of the form."""
 
+import collections
 import concurrent.futures
 import re
+import time
 import urllib.parse
 
 import pytest
 
-from recipes import recipe_httpd
+from recipes import recipe_httpd, server_root
 
 srv = recipe_httpd("rack-app")
 
 CODE = re.compile(r"/links/[A-Za-z0-9]{6}")
 
+# The script's limits.
+LINKS_PER_CLIENT = 20
+LINKS_PER_DAY = 500
+MAX_BODY = 8192
 
-def shorten(srv, url):
-    return srv.request("POST", "/links", body=urllib.parse.urlencode({"url": url}).encode(),
-                       headers={"Content-Type": "application/x-www-form-urlencoded"})
+# The links each server made today, for the daily limit.
+made = collections.Counter()
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+def shorten(srv, url, source=None):
+    r = srv.request("POST", "/links", body=urllib.parse.urlencode({"url": url}).encode(), headers=FORM,
+                    source=source)
+    made[server_root(srv)] += r.status == 201
+    return r
+
+
+def well_inside(period):
+    """The limits count per hour and per day of the clock: start a test
+    well inside one."""
+    left = period - time.time() % period
+    if left < 30:
+        time.sleep(left + 0.5)
 
 
 def test_form(srv):
@@ -64,8 +87,56 @@ def test_other_methods(srv):
 
 def test_many_at_once(srv):
     urls = ["https://example.org/item/%d" % i for i in range(60)]
+    # From 6 addresses, each within its hourly limit.
     with concurrent.futures.ThreadPoolExecutor(12) as pool:
-        links = list(pool.map(lambda u: shorten(srv, u).headers["Location"], urls))
+        links = list(pool.map(lambda i: shorten(srv, urls[i], source="127.0.1.%d" % (i % 6 + 1)).headers["Location"],
+                              range(len(urls))))
     assert len(set(links)) == len(urls)
     for url, link in zip(urls, links):
         assert srv.get(link).headers["Location"] == url
+
+
+def test_largest_form(srv):
+    """The longest URL taken, every byte of it escaped, is within MAX_BODY."""
+    url = "https://example.com/" + '"' * 1980
+    r = shorten(srv, url, source="127.0.1.20")
+    assert r.status == 201
+    assert srv.get(r.headers["Location"]).headers["Location"] == url
+
+
+def test_form_too_large(srv):
+    body = b"url=https%3A%2F%2Fexample.com%2F" + b"a" * MAX_BODY
+    r = srv.request("POST", "/links", body=body, headers=FORM, source="127.0.1.21")
+    assert r.status == 413 and r.body == b"the form is larger than 8192 bytes\n"
+    # Without a Content-Length: read no further than the limit.
+    r = srv.post_chunked("/links", [body[:4000], body[4000:]], headers=FORM)
+    assert r.status == 413
+
+
+def test_links_per_client(srv):
+    well_inside(3600)
+    for i in range(LINKS_PER_CLIENT):
+        assert shorten(srv, "https://example.com/%d" % i, source="127.0.1.30").status == 201
+    r = shorten(srv, "https://example.com/more", source="127.0.1.30")
+    assert r.status == 429 and r.body == b"no more than 20 links an hour from one address\n"
+    assert 0 < int(r.headers["Retry-After"]) <= 3600
+    # Another address is counted apart.
+    assert shorten(srv, "https://example.com/other", source="127.0.1.31").status == 201
+
+
+def test_links_per_day(srv):
+    """All clients together make LINKS_PER_DAY links a day, then 507; the
+    links made before are still followed. (Last of the file: no more links
+    today.)"""
+    well_inside(86400)
+    first = shorten(srv, "https://example.com/first", source="127.0.2.1")
+    assert first.status == 201
+    left = LINKS_PER_DAY - made[server_root(srv)]
+    sources = ["127.0.2.%d" % (2 + i // LINKS_PER_CLIENT) for i in range(left + 5)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda a: shorten(srv, "https://example.com/x", source=a).status, sources))
+    assert statuses.count(201) == left and statuses.count(507) == 5
+    r = shorten(srv, "https://example.com/late", source="127.0.3.1")
+    assert r.status == 507 and r.body == b"no more links today\n"
+    assert 0 < int(r.headers["Retry-After"]) <= 86400
+    assert srv.get(first.headers["Location"]).headers["Location"] == "https://example.com/first"
