@@ -302,9 +302,9 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
-        /* In microseconds it is added to the time now (run.c's deadline),
-         * and the sum must still fit an apr_time_t: half the range, some
-         * 146,000 years, leaves room for any time now. */
+        /* In microseconds it is added to the time now (run.c's deadline,
+         * which saturates by itself): half the range, some 146,000 years,
+         * keeps that sum well within an apr_time_t all the same. */
         err = parse_count(cmd, arg, 0, APR_INT64_MAX / 2000, &ms);
     }
     if (err) {

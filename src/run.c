@@ -449,7 +449,9 @@ static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_
         return;
     }
     vm->timed_out = 1;
-    if (now >= vm->deadline + vm->grace && vm->run && vm->run->escape) {
+    /* now >= deadline here: the difference cannot overflow, where
+     * deadline + grace could */
+    if (now - vm->deadline >= vm->grace && vm->run && vm->run->escape) {
         mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
         vm->stopped = 1;
         vm->retire = 1;
@@ -466,6 +468,18 @@ typedef struct {
     int timed_out;
 } mm_timer_t;
 
+#ifdef MRB_USE_DEBUG_HOOK
+/* The time now plus timeout (> 0), or the largest apr_time_t where the sum
+ * would not fit 64 bits: a deadline never wraps into the past, whatever
+ * maximum config.c gives mrubyTimeout. */
+static apr_time_t deadline_after(apr_interval_time_t timeout)
+{
+    apr_time_t now = apr_time_now();
+
+    return timeout > APR_INT64_MAX - now ? APR_INT64_MAX : now + timeout;
+}
+#endif
+
 static void arm_timeout(mm_run_t *run, mm_timer_t *saved)
 {
 #ifdef MRB_USE_DEBUG_HOOK
@@ -475,7 +489,7 @@ static void arm_timeout(mm_run_t *run, mm_timer_t *saved)
     saved->deadline = vm->deadline;
     saved->timed_out = vm->timed_out;
     if (run->timeout > 0) {
-        vm->deadline = apr_time_now() + run->timeout;
+        vm->deadline = deadline_after(run->timeout);
         vm->grace = run->timeout > apr_time_from_msec(100) ? run->timeout : apr_time_from_msec(100);
         vm->timed_out = 0;
         vm->ticks = 0;
