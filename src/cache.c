@@ -97,7 +97,7 @@ static const char *parse_option(cmd_parms *cmd, mm_cache_t *c, const char *arg)
     if (mm_parse_size(arg + 10, 1, MM_CACHE_VALUE_MAX, &n) != MM_PARSE_OK) {
         return apr_psprintf(cmd->pool,
                             "mrubyCache: max-value must be a number of bytes from 1 to %d "
-                            "(or with a K or M suffix, up to 64M), not '%s'",
+                            "(64M), in digits with an optional K, M or G suffix, not '%s'",
                             MM_CACHE_VALUE_MAX, arg + 10);
     }
     c->max_value = (apr_size_t)n;

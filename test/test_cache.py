@@ -539,7 +539,10 @@ def test_missing_provider_module_fails_configtest(make_httpd):
     ("mrubyCache bad.name shmcb", "'bad.name' is not a cache name"),
     ("mrubyCache waytoolongname shmcb", "'waytoolongname' is not a cache name"),
     ("mrubyCache shmcb max-value=0", "max-value must be a number of bytes from 1 to 67108864"),
-    ("mrubyCache shmcb max-value=65M", "(or with a K or M suffix, up to 64M), not '65M'"),
+    ("mrubyCache shmcb max-value=65M", "(64M), in digits with an optional K, M or G suffix, not '65M'"),
+    # G is a suffix like K and M: the value is refused for its size alone
+    ("mrubyCache shmcb max-value=1G", "bytes from 1 to 67108864 (64M), in digits with an optional K, M or G suffix, "
+                                      "not '1G'"),
     ("mrubyCache shmcb max-value=lots", "max-value must be a number of bytes"),
     ("mrubyCache c2 shmcb colour=blue", "unknown option 'colour=blue'"),
     ("mrubyCache memcache", "mrubyCache memcache: List of server names required"),
