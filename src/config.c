@@ -260,8 +260,11 @@ static const char *cmd_memory_limit(cmd_parms *cmd, void *dconf, const char *arg
     if (err == NULL && strcasecmp(arg, "off") != 0) {
         err = parse_size(cmd, arg, 1024 * 1024, APR_SIZE_MAX, &n);
     }
+    if (err) {
+        return err; /* the limit set before, if any, stays */
+    }
     mm_settings.memory_limit = (apr_size_t)n;
-    return err;
+    return NULL;
 }
 
 /* mrubyMaxRequestsPerVM N: a count of runs (0: never), up to the most
