@@ -31,15 +31,19 @@ typedef struct {
     const char *reader; /* the Apache::Request method that returns it */
     size_t offset;      /* of the apr_table_t * in request_rec */
     int is_header;      /* names must be tokens, values single-line */
+    const char *value;  /* a value's name in messages */
 } mm_table_kind_t;
 
 static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
-    [MM_TABLE_HEADERS_IN] = {"Headers_in", "headers_in", offsetof(request_rec, headers_in), 1},
-    [MM_TABLE_HEADERS_OUT] = {"Headers_out", "headers_out", offsetof(request_rec, headers_out), 1},
+    [MM_TABLE_HEADERS_IN] = {"Headers_in", "headers_in", offsetof(request_rec, headers_in), 1,
+                             "Apache::Headers_in: header value"},
+    [MM_TABLE_HEADERS_OUT] = {"Headers_out", "headers_out", offsetof(request_rec, headers_out), 1,
+                              "Apache::Headers_out: header value"},
     [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", "err_headers_out",
-                                  offsetof(request_rec, err_headers_out), 1},
-    [MM_TABLE_NOTES] = {"Notes", "notes", offsetof(request_rec, notes), 0},
-    [MM_TABLE_ENV] = {"Env", "subprocess_env", offsetof(request_rec, subprocess_env), 0},
+                                  offsetof(request_rec, err_headers_out), 1,
+                                  "Apache::Err_headers_out: header value"},
+    [MM_TABLE_NOTES] = {"Notes", "notes", offsetof(request_rec, notes), 0, "a table value"},
+    [MM_TABLE_ENV] = {"Env", "subprocess_env", offsetof(request_rec, subprocess_env), 0, "a table value"},
 };
 
 static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, const mm_table_kind_t **kp)
@@ -110,11 +114,10 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
     if (!mrb_string_p(val)) {
         val = mrb_obj_as_string(mrb, val);
     }
-    value = mm_binding_pstr(mrb, r->pool, val, "a table value");
-    if (k->is_header && !mm_parse_header_value_ok(value, strlen(value))) {
-        mrb_raisef(mrb, E_ARGUMENT_ERROR,
-                   "Apache::%s: header value must not contain CR, LF or other control characters", k->cls);
-    }
+    /* a header's value: no control character but HTAB, the same check as
+     * the Request fields that end up in a header */
+    value = k->is_header ? mm_binding_header_str(mrb, r->pool, val, k->value)
+                         : mm_binding_pstr(mrb, r->pool, val, k->value);
     /* Each Set-Cookie is a header of its own: adding, not replacing. */
     if (add || (k->is_header && strcasecmp(name, "Set-Cookie") == 0)) {
         apr_table_addn(t, name, value);

@@ -59,6 +59,15 @@ FILES = {
         'r.headers_out["X-Tab"] = "a\\tb \\xC3\\xA9"\n'
         'Apache.rputs out.uniq.join(",")\n'
     ),
+    "htdocs/refusals.mrb": (
+        'r = Apache::Request.new\n'
+        '[r.headers_in, r.headers_out, r.err_headers_out, r.notes, r.subprocess_env].each do |t|\n'
+        '  ["a\\0b", "a\\r\\nX-Evil: 1"].each do |v|\n'
+        '    begin; t["X-V"] = v; Apache.echo "accepted"; rescue ArgumentError => e; Apache.echo e.message; end\n'
+        '  end\n'
+        '  begin; t["Bad Name"] = "v"; Apache.echo "accepted"; rescue ArgumentError => e; Apache.echo e.message; end\n'
+        'end\n'
+    ),
     "htdocs/missing.mrb": (
         'r = Apache::Request.new\n'
         'out = []\n'
@@ -114,6 +123,20 @@ def test_header_values_with_control_characters_are_refused(server):
     assert (r.status, r.body) == (200, b"refused"), server.error_log()[-2000:]
     assert r.headers["X-Tab"].encode("latin-1") == b"a\tb \xc3\xa9"  # HTAB and obs-text are fine
     assert "X-Ctl" not in r.headers
+
+
+def test_which_tables_refuse_what(server):
+    # The header tables refuse NUL, CR, LF (and the other control characters)
+    # in values and names that are not tokens, with the message of their
+    # class; notes and subprocess_env take any name and refuse only NUL.
+    out = server.lines("/refusals.mrb")
+    expected = []
+    for cls in ("Headers_in", "Headers_out", "Err_headers_out"):
+        expected += ["Apache::%s: header value must not contain a NUL byte" % cls,
+                     "Apache::%s: header value must not contain CR, LF or other control characters" % cls,
+                     "Apache::%s: invalid header name" % cls]
+    expected += ["a table value must not contain a NUL byte", "accepted", "accepted"] * 2
+    assert out == expected
 
 
 def test_missing_keys_are_nil_in_every_table(server):
