@@ -36,6 +36,11 @@ APLOG_USE_MODULE(mruby);
  * number of MB (the message says it so); documented in docs/directives.md. */
 #define MM_SCRIPT_MAX_BYTES (16 * 1024 * 1024)
 
+/* mruby keeps line numbers in 16 bits (its parser and its debug info): past
+ * this line, errors and backtraces name wrong lines. Documented in
+ * docs/directives.md. */
+#define MM_SCRIPT_MAX_LINE 65535
+
 /* One file's compiled image, shared by the threads of a process. */
 typedef struct {
     mm_stamp_t stamp;
@@ -85,6 +90,7 @@ typedef struct {
     size_t len;
     int lineno;   /* line number of the first line of src */
     int dump;     /* also produce a RITE image */
+    long lines;   /* set by compile: how many lines src has */
     uint8_t *bin; /* mrb_malloc'd image when dump */
     size_t bin_len;
     char error[512]; /* "name:line:col: message" for a syntax error */
@@ -128,6 +134,34 @@ static mrb_value compile_body(mrb_state *mrb, void *ud)
     return mrb_obj_value(proc);
 }
 
+/* The lines of a text: its newlines, and one more for a last line that
+ * has none. */
+static long count_lines(const char *src, size_t len)
+{
+    const char *end = src + len, *nl;
+    long n = 0;
+
+    while ((nl = memchr(src, '\n', (size_t)(end - src))) != NULL) {
+        n++;
+        src = nl + 1;
+    }
+    return n + (src < end);
+}
+
+/* A script whose last line is past what mruby can number is compiled all
+ * the same, with a warning (also when it does not compile: the line of its
+ * syntax error may be wrong), logged where it is compiled: once each time
+ * the configuration is read, or when a process compiles the file. */
+static void warn_if_too_long(server_rec *s, const char *name, const mm_compile_t *c)
+{
+    if (c->lineno + c->lines - 1 > MM_SCRIPT_MAX_LINE) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     MM_LOGNO(00022) "%s has %ld lines: mruby numbers lines in 16 bits, so errors and "
+                                     "backtraces past line %d name wrong lines",
+                     name, c->lines, MM_SCRIPT_MAX_LINE);
+    }
+}
+
 /* Compiles c->src in mrb. Returns the proc (protected in the GC arena), or
  * NULL with c->error set. */
 static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
@@ -144,6 +178,7 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
         c->src += 3;
         c->len -= 3;
     }
+    c->lines = count_lines(c->src, c->len);
     v = mrb_protect_error(mrb, compile_body, c, &raised);
     if (raised) {
         snprintf(c->error, sizeof c->error, "%s: %s while compiling", c->name, mrb_obj_classname(mrb, v));
@@ -299,8 +334,8 @@ static uint8_t *copy_to_malloc(const void *src, size_t len)
 
 /* Reads and compiles a file script in mrb, and publishes the image for the
  * other threads. */
-static struct RProc *compile_file(mrb_state *mrb, const char *path, apr_pool_t *p, mm_stamp_t *stamp,
-                                  const char **err)
+static struct RProc *compile_file(mrb_state *mrb, server_rec *s, const char *path, apr_pool_t *p,
+                                  mm_stamp_t *stamp, const char **err)
 {
     apr_finfo_t fi;
     char *src;
@@ -326,6 +361,7 @@ static struct RProc *compile_file(mrb_state *mrb, const char *path, apr_pool_t *
         mm_compile_t c = {path, src, len, 1, 1};
 
         proc = compile(mrb, &c);
+        warn_if_too_long(s, path, &c);
         if (proc == NULL) {
             *err = apr_pstrdup(p, c.error);
         } else {
@@ -378,8 +414,8 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
     l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async"));
 }
 
-mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
-                               const char **err)
+mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,
+                               apr_pool_t *p, const char **err)
 {
     mm_stamp_t now, got;
     mm_loaded_t *l = apr_hash_get(vm->files, path, APR_HASH_KEY_STRING);
@@ -392,7 +428,7 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t 
     got = now;
     *err = NULL;
     if (!image_lookup(vm->mrb, path, &now, p, &proc, err)) {
-        proc = compile_file(vm->mrb, path, p, &got, err);
+        proc = compile_file(vm->mrb, s, path, p, &got, err);
     }
     if (proc == NULL) {
         return NULL;
@@ -406,7 +442,8 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t 
     return l;
 }
 
-mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err)
+mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *script, apr_pool_t *p,
+                                 const char **err)
 {
     mm_loaded_t *l;
     struct RProc *proc;
@@ -419,7 +456,7 @@ mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_poo
             *err = apr_psprintf(p, "cannot stat %s: %pm", script->path, &rv);
             return NULL;
         }
-        return mm_code_file_proc(vm, script->path, &fi, p, err);
+        return mm_code_file_proc(vm, s, script->path, &fi, p, err);
     }
     if (script->id >= vm->nloaded) {
         *err = apr_psprintf(p, "%s: unknown script (configured after this VM was made)", script->name);
@@ -519,10 +556,14 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
         }
         s->bin = apr_pmemdup(cmd->pool, src, len);
         s->bin_len = len;
-    } else if (compile(mrb, &c) == NULL) {
-        mrb_gc_arena_restore(mrb, ai);
-        return apr_psprintf(cmd->pool, "%s: Ruby error: %s", cmd->cmd->name, c.error);
     } else {
+        struct RProc *proc = compile(mrb, &c);
+
+        warn_if_too_long(cmd->server, s->name, &c);
+        if (proc == NULL) {
+            mrb_gc_arena_restore(mrb, ai);
+            return apr_psprintf(cmd->pool, "%s: Ruby error: %s", cmd->cmd->name, c.error);
+        }
         s->bin = apr_pmemdup(cmd->pool, c.bin, c.bin_len);
         s->bin_len = c.bin_len;
         mrb_free(mrb, c.bin);

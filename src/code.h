@@ -53,9 +53,11 @@ void mm_code_pre_config(apr_pool_t *pconf);
 void mm_code_post_config(void);
 
 /* Request time, in the calling thread's VM. On failure they return NULL and
- * set *err (allocated from p) to a message with the file and line. */
-mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, const mm_script_t *script, apr_pool_t *p, const char **err);
-mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, const char *path, const apr_finfo_t *finfo, apr_pool_t *p,
-                               const char **err);
+ * set *err (allocated from p) to a message with the file and line. s is
+ * where a file compiled now logs its warning. */
+mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *script, apr_pool_t *p,
+                                 const char **err);
+mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,
+                               apr_pool_t *p, const char **err);
 
 #endif

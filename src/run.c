@@ -725,8 +725,8 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     vm->run = &run;
     ai = mrb_gc_arena_save(mrb);
 
-    run.loaded = script ? mm_code_script_proc(vm, script, p, &err)
-                        : mm_code_file_proc(vm, r->filename, &r->finfo, p, &err);
+    run.loaded = script ? mm_code_script_proc(vm, s, script, p, &err)
+                        : mm_code_file_proc(vm, s, r->filename, &r->finfo, p, &err);
     if (run.loaded == NULL) {
         log_load_error(&run, p, err);
         result = ph->error_result;

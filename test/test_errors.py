@@ -336,6 +336,37 @@ def test_mrb_file_over_16_mb_is_a_500_that_names_it(server):
     server.wait_log(r"MRB00020: Handler script %s" % re.escape(too_large(path, 17 * 1024 * 1024)))
 
 
+# mruby keeps line numbers in 16 bits: a longer script runs all the same,
+# and where it is compiled a warning says its errors may name wrong lines.
+LONG_SCRIPT = "\n" * 69999 + "Apache.rputs 'long'\n"  # 70000 lines
+
+
+def too_many_lines(path):
+    return ("MRB00022: %s has 70000 lines: mruby numbers lines in 16 bits, so errors and backtraces past "
+            "line 65535 name wrong lines" % path)
+
+
+def test_mrb_file_over_65535_lines_runs_with_a_warning(server):
+    path = server.write("htdocs/long.mrb", LONG_SCRIPT)
+    for _ in range(2):
+        r = server.get("/long.mrb")
+        assert (r.status, r.body) == (200, b"long")
+    server.wait_log(re.escape(too_many_lines(path)))
+
+
+def test_script_file_over_65535_lines_runs_with_a_warning(make_httpd, mpm):
+    srv = make_httpd("longscript", mpm, "<Location /long>\n    SetHandler mruby-native-script\n"
+                                        "    mrubyHandler {root}/scripts/long.rb cache\n</Location>\n")
+    path = srv.write("scripts/long.rb", LONG_SCRIPT)
+    code, out = srv.configtest()
+    assert code == 0 and too_many_lines(path) in out, out
+    srv.start()
+    for _ in range(2):
+        r = srv.get("/long")
+        assert (r.status, r.body) == (200, b"long")
+    srv.wait_log(re.escape(too_many_lines(path)))
+
+
 def test_bad_second_argument_fails_configtest(make_httpd, mpm):
     srv = make_httpd("badarg", mpm)
     srv.write("scripts/ok.rb", "Apache.rputs 1\n")
