@@ -40,8 +40,7 @@ typedef struct mm_loaded {
 /* The loaded script as a block for a fiber (made once per VM and version). */
 struct RProc *mm_code_fiber_block(mm_vm_t *vm, mm_loaded_t *l);
 
-/* Configuration time.
- Both compile the code now, so `apachectl -t` reports
+/* Configuration time. Both compile the code now, so `apachectl -t` reports
  * syntax errors; they return NULL or an error message for the directive. */
 const char *mm_code_inline(cmd_parms *cmd, const char *code, const mm_script_t **out);
 const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_script_t **out);
