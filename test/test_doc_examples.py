@@ -236,3 +236,156 @@ def test_handler_file_cached(make_httpd, mpm):
     srv.write("mruby/app.rb", "Apache.rputs 'second'")
     for _ in range(5):
         assert ok(srv, "/app").body == b"first"
+
+
+def test_handler_code(make_httpd, mpm):
+    srv = make_httpd("doc-handler-code", mpm, directives_example("mrubyHandlerCode", count=1)).start()
+    assert ok(srv, "/hello").body == b"hello"
+
+
+@pytest.mark.skipif(not HOOKED, reason="mrubyTimeout needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
+def test_timeout(make_httpd, mpm):
+    """A script under /api that runs past 2 s is stopped with a 503."""
+    conf = directives_example("mrubyTimeout", count=1)
+    conf += ('<Location /api/spin>\n    SetHandler mruby-native-script\n'
+             '    mrubyHandlerCode "loop { }"\n</Location>\n')
+    srv = make_httpd("doc-timeout", mpm, conf).start()
+    t = time.time()
+    assert srv.get("/api/spin").status == 503
+    assert 1.5 < time.time() - t < 10
+
+
+def test_request_body_limit(make_httpd, mpm):
+    """/upload takes bodies up to 50 MB. upload.rb is the test's: it
+    answers the size of the body it read."""
+    conf = adapt(directives_example("mrubyRequestBodyLimit", count=1), ETC)
+    srv = make_httpd("doc-body-limit", mpm, conf)
+    srv.write("mruby/upload.rb", "Apache.rputs Apache::Request.new.body.size")
+    srv.start()
+    body = b"x" * (9 * 1024 * 1024)
+    assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
+    r = srv.raw(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 52428801\r\n"
+                b"Connection: close\r\n\r\n")
+    assert r.status == 413
+
+
+def test_server_token(make_httpd, mpm):
+    conf = directives_example("mrubyServerToken", count=1)
+    srv = make_httpd("doc-token", mpm, conf)
+    srv.write("htdocs/a.txt", "a")
+    srv.start()
+    version = ok(srv, "/a.txt").headers["Server"]
+    promised = conf.split("# Server: ", 1)[1].split("\n")[0]
+    # the example's comment shows the form: httpd's own part, then ours
+    assert re.fullmatch(r"Apache/[\d.]+ \(\w+\) mod_mruby/[\d.]+", promised)
+    assert re.fullmatch(r"Apache/[\d.]+ \(\w+\) mod_mruby/[\d.]+", version), version
+    assert version.endswith(promised.rsplit(" ", 1)[1])
+
+
+def test_output_filter(make_httpd, mpm):
+    conf = directives_example("mrubyOutputFilter, mrubyOutputFilterCode", count=1)
+    srv = make_httpd("doc-out", mpm, conf)
+    srv.write("htdocs/docs/links.html", '<a href="http://example.com/">x</a> http://a')
+    srv.start()
+    assert ok(srv, "/docs/links.html").body == b'<a href="https://example.com/">x</a> https://a'
+
+
+def test_output_filter_of_mod_mruby(make_httpd, mpm):
+    """mod_mruby's own filter example, as the script of the mruby output
+    filter: the body upper-cased, after a comment."""
+    script = example("directives.md", "mrubyOutputFilter, mrubyOutputFilterCode", "ruby", count=1)
+    conf = ('<Location /up>\n    SetOutputFilter mruby\n'
+            '    mrubyOutputFilter {root}/mruby/upcase.rb\n</Location>\n')
+    srv = make_httpd("doc-out-mod", mpm, conf)
+    srv.write("mruby/upcase.rb", script)
+    srv.write("htdocs/up/a.txt", "hello filter")
+    srv.start()
+    assert ok(srv, "/up/a.txt").body == b"<!-- head -->HELLO FILTER"
+
+
+def test_output_filter_named(make_httpd, mpm):
+    """A named filter chained with DEFLATE. banner.rb is the test's: a
+    stream filter that puts a line before the body."""
+    conf = adapt(directives_example("mrubyOutputFilterNamed"), ETC)
+    srv = make_httpd("doc-out-named", mpm, conf, modules=("filter", "deflate"))
+    srv.write("mruby/banner.rb", "f = Apache::Filter.new; f.insert_head \"banner\\n\" if f.first?")
+    srv.write("htdocs/app/a.txt", "content " * 100)
+    srv.start()
+    r = ok(srv, "/app/a.txt", headers={"Accept-Encoding": "gzip"})
+    assert r.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(r.body) == b"banner\n" + b"content " * 100
+
+
+def test_input_filter(make_httpd, mpm):
+    """A body with <script is refused with 400 before the backend (a
+    second server that echoes the body) sees it."""
+    backend = make_httpd("doc-in-backend", mpm,
+                         '<Location /api>\n    SetHandler mruby-native-script\n'
+                         '    mrubyHandlerCode "Apache.rputs Apache::Request.new.body"\n</Location>\n').start()
+    conf = adapt(directives_example("mrubyInputFilter, mrubyInputFilterCode", count=1),
+                 ("127.0.0.1:8081", "127.0.0.1:%d" % backend.port))
+    srv = make_httpd("doc-in", mpm, conf, modules=("proxy", "proxy_http")).start()
+    assert ok(srv, "/api", method="POST", body=b"name=x").body == b"name=x"
+    assert srv.request("POST", "/api", body=b"<script>alert(1)</script>").status == 400
+
+
+def auth_server(make_httpd, mpm, name, conf):
+    """A server with the Basic example's script (authn_basic.rb) and an
+    htpasswd file of the test's that knows sam (password "potatoes")."""
+    srv = make_httpd(name, mpm, conf, modules=AUTH_MODULES)
+    srv.write("mruby/authn_basic.rb",
+              example("directives.md", "mrubyAuthnCheckPassword,", "ruby", count=1))
+    sha = base64.b64encode(__import__("hashlib").sha1(b"potatoes").digest()).decode()
+    srv.write("htpasswd", "sam:{SHA}%s\n" % sha)
+    srv.write("htdocs/private/a.txt", "private")
+    srv.write("htdocs/admin/a.txt", "admin")
+    return srv
+
+
+def test_authn_check_password(make_httpd, mpm):
+    """The script knows bilbo and frodo; a user it does not know is asked
+    of the next provider (the file)."""
+    conf = adapt(directives_example("mrubyAuthnCheckPassword,", count=1), ETC,
+                 ("/etc/apache2/htpasswd", "{root}/htpasswd"))
+    srv = auth_server(make_httpd, mpm, "doc-authn", conf).start()
+    assert srv.get("/private/a.txt").status == 401
+    assert ok(srv, "/private/a.txt", headers=basic("bilbo", "foo")).body == b"private"
+    assert ok(srv, "/private/a.txt", headers=basic("frodo", "bar")).body == b"private"
+    assert srv.get("/private/a.txt", headers=basic("bilbo", "bar")).status == 401
+    assert ok(srv, "/private/a.txt", headers=basic("sam", "potatoes")).body == b"private"
+    assert srv.get("/private/a.txt", headers=basic("sam", "chips")).status == 401
+
+
+def test_authn_get_realm_hash(make_httpd, mpm):
+    """The Digest example's script, for a section of realm "hobbits"."""
+    conf = ('<Location /shire>\n    AuthType Digest\n    AuthName "hobbits"\n'
+            '    AuthDigestProvider mruby\n    mrubyAuthnGetRealmHash {root}/mruby/digest.rb\n'
+            '    Require valid-user\n</Location>\n')
+    srv = make_httpd("doc-digest", mpm, conf, modules=AUTH_MODULES)
+    srv.write("mruby/digest.rb", example("directives.md", "mrubyAuthnGetRealmHash,", "ruby", count=1))
+    srv.write("htdocs/shire/a.txt", "shire")
+    srv.start()
+    assert digest_get(srv, "/shire/a.txt", "frodo", "bar").body == b"shire"
+    assert digest_get(srv, "/shire/a.txt", "frodo", "baz").status == 401
+    assert digest_get(srv, "/shire/a.txt", "bilbo", "foo").status == 401
+
+
+def test_authz_provider(make_httpd, mpm):
+    """`Require team admins "night shift"` lets in the members of either
+    team, with the Basic example's users. A second section of the test's
+    requires the admins only: the other team's member is refused."""
+    conf = adapt(directives_example("mrubyAuthzProvider,", count=1), ETC)
+    conf += ('<Location /admin/only>\n    AuthType Basic\n    AuthName "staff"\n'
+             '    AuthBasicProvider mruby\n    mrubyAuthnCheckPassword {root}/mruby/authn_basic.rb\n'
+             '    Require team admins\n</Location>\n')
+    srv = auth_server(make_httpd, mpm, "doc-authz", conf)
+    srv.write("mruby/team.rb", example("directives.md", "mrubyAuthzProvider,", "ruby", count=1))
+    srv.write("htdocs/admin/only/a.txt", "only")
+    srv.start()
+    assert srv.get("/admin/a.txt").status == 401
+    assert ok(srv, "/admin/a.txt", headers=basic("bilbo", "foo")).body == b"admin"
+    assert ok(srv, "/admin/a.txt", headers=basic("frodo", "bar")).body == b"admin"
+    assert ok(srv, "/admin/only/a.txt", headers=basic("bilbo", "foo")).body == b"only"
+    # httpd answers a user it refuses 401, to let another one log in
+    assert srv.get("/admin/only/a.txt", headers=basic("frodo", "bar")).status == 401
+    srv.wait_log(r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"')
