@@ -389,3 +389,92 @@ def test_authz_provider(make_httpd, mpm):
     # httpd answers a user it refuses 401, to let another one log in
     assert srv.get("/admin/only/a.txt", headers=basic("frodo", "bar")).status == 401
     srv.wait_log(r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"')
+
+
+# --------------------------------------------------------- ruby-api.md
+
+def handler_server(make_httpd, mpm, name, script, **kw):
+    """A server whose /x answers with script (a file) as its handler."""
+    conf = ('<Location /x>\n    SetHandler mruby-native-script\n'
+            '    mrubyHandler {root}/mruby/x.rb\n</Location>\n')
+    srv = make_httpd(name, mpm, conf, **kw)
+    srv.write("mruby/x.rb", script)
+    return srv.start()
+
+
+def test_return_ends_a_script(make_httpd, mpm):
+    script = api_example("Ending a script early", "ruby", count=1)
+    srv = handler_server(make_httpd, mpm, "doc-return", script)
+    assert ok(srv, "/x").body == b"hoge"
+
+
+def test_async_sleep(make_httpd, mpm):
+    """Five sleeps of 100 ms, the output in order."""
+    script = api_example("Apache::Async", "ruby", count=1)
+    srv = handler_server(make_httpd, mpm, "doc-async", script)
+    t = time.time()
+    assert ok(srv, "/x").body == b"01234"
+    assert time.time() - t >= 0.5
+
+
+def test_rack(make_httpd, mpm):
+    script = api_example("Rack", "ruby", count=1)
+    srv = handler_server(make_httpd, mpm, "doc-rack", script)
+    r = ok(srv, "/x/y")
+    assert r.body == b"hello /x/y" and r.headers["Content-Type"] == "text/plain"
+
+
+def cache_conf():
+    """The cache the Apache::Cache section configures, with the Mutex line
+    of directives.md's mrubyCache section."""
+    conf = adapt(api_example("Apache::Cache", index=0, count=3), RUN)
+    return conf + adapt(example("directives.md", "Locking: the `mruby-cache` mutex", "apache", count=1),
+                        ("/run/apache2/locks", "{root}/run"))
+
+
+def test_rate_limit(make_httpd, mpm):
+    """100 requests a minute from one address, then 429 with Retry-After.
+    The test's /api/ping answers what is let through."""
+    conf = cache_conf() + adapt(api_example("Example: a rate limiter", count=1), ETC)
+    conf += ('<Location /api/ping>\n    SetHandler mruby-native-script\n'
+             '    mrubyHandlerCode "Apache.rputs \'pong\'"\n</Location>\n')
+    srv = make_httpd("doc-rate", mpm, conf)
+    srv.write("mruby/rate_limit.rb", api_example("Example: a rate limiter", "ruby", count=1))
+    srv.start()
+    if time.time() % 60 > 40:  # all 101 requests in one minute
+        time.sleep(61 - time.time() % 60)
+    for n in range(100):
+        r = ok(srv, "/api/ping")
+        assert r.headers["X-RateLimit-Remaining"] == str(99 - n)
+    r = srv.get("/api/ping")
+    assert r.status == 429  # an error page: headers_out is not sent, err_headers_out is
+    assert 0 < int(r.headers["Retry-After"]) <= 60
+    assert ok(srv, "/api/ping", source="127.0.0.2").headers["X-RateLimit-Remaining"] == "99"
+
+
+def test_page_cache(make_httpd, mpm):
+    """The page is built once, then served from the cache (one per
+    query string) by every thread and process."""
+    conf = cache_conf() + adapt(api_example("Example: a page cache", count=1), RUN, ETC)
+    srv = make_httpd("doc-pages", mpm, conf)
+    srv.write("mruby/page_cache.rb", api_example("Example: a page cache", "ruby", count=1))
+    srv.start()
+    first = ok(srv, "/report?a")
+    assert first.headers["X-Cache"] == "MISS" and b"<td>20</td><td>400</td>" in first.body
+    for _ in range(10):
+        r = ok(srv, "/report?a")
+        assert r.headers["X-Cache"] == "HIT" and r.body == first.body
+    assert ok(srv, "/report?b").headers["X-Cache"] == "MISS"
+
+
+def test_stream_filter_counts_bytes(make_httpd, mpm):
+    """The byte-counting stream filter over a body of several chunks."""
+    conf = ('<Location /big>\n    SetOutputFilter mruby\n'
+            '    mrubyOutputFilter {root}/mruby/count.rb stream\n</Location>\n')
+    srv = make_httpd("doc-count", mpm, conf)
+    srv.write("mruby/count.rb", api_example("Apache::Filter", "ruby", count=1))
+    content = b"0123456789" * 30000
+    srv.write("htdocs/big/a.txt", content)
+    srv.start()
+    r = ok(srv, "/big/a.txt")
+    assert r.body == b"<!-- start -->" + content + b"<!-- %d bytes -->" % len(content)
