@@ -478,3 +478,137 @@ def test_stream_filter_counts_bytes(make_httpd, mpm):
     srv.start()
     r = ok(srv, "/big/a.txt")
     assert r.body == b"<!-- start -->" + content + b"<!-- %d bytes -->" % len(content)
+
+
+# ------------------------------------------- the pages against the module
+
+def documented_directives():
+    """{directive: its Context row} from the reference entries of
+    directives.md: a heading names directives, "and their First, Middle,
+    Last forms" and "(and their Code forms)" add what they say."""
+    text = page("directives.md")
+    out = {}
+    for i, level, title in headings(text.splitlines()):
+        if level != 2 or not title.startswith("mruby"):
+            continue
+        names = re.findall(r"\bmruby\w+", title)
+        if "and their First, Middle, Last forms" in title:
+            names += [n[:-len("Code")] + pos + "Code" if n.endswith("Code") else n + pos
+                      for n in list(names) for pos in ("First", "Middle", "Last")]
+        if "(and their Code forms)" in title:
+            names += [n + "Code" for n in list(names)]
+        context = re.search(r"^\| \*\*Context\*\* \| (.*) \|$", section("directives.md", title), re.M)
+        assert context, "no Context row under %r" % title
+        for n in names:
+            out[n] = context.group(1)
+    return out
+
+
+def module_directives(make_httpd):
+    """{directive: where httpd allows it} for mod_mruby's directives, as
+    `apache2 -L` lists them."""
+    srv = make_httpd("doc-directives", "prefork")
+    srv.write_config()
+    out = __import__("subprocess").run([HTTPD, "-f", srv.conf_path, "-L"], capture_output=True,
+                                       text=True, timeout=60).stdout
+    found = re.findall(r"^(\S+) \(mod_mruby\.c\)\n\t.*\n\t(.*)$", out, re.M)
+    assert found, out
+    return dict(found)
+
+
+def test_every_directive_is_documented_and_exists(make_httpd):
+    documented = documented_directives()
+    known = module_directives(make_httpd)
+    assert sorted(set(documented) - set(known)) == [], "documented, unknown to httpd"
+    assert sorted(set(known) - set(documented)) == [], "known to httpd, not documented"
+    # "directory" (or a section named) in the Context row: httpd allows it in sections
+    wrong = [(n, documented[n], known[n]) for n in documented
+             if (("directory" in documented[n] or "<Location>" in documented[n])
+                 != (known[n] == "Allowed in *.conf anywhere"))]
+    assert wrong == []
+
+
+# The receivers the tables of ruby-api.md write, and what they are.
+RECEIVERS = {
+    "r": ("instance", "Apache::Request"), "f": ("instance", "Apache::Filter"),
+    "anp": ("instance", "Apache::AuthnProvider"), "z": ("instance", "Apache::AuthzProvider"),
+    "t": ("instance", "Apache::Table"), "input": ("instance", "Apache::Input"),
+    "p": ("instance", "Apache::Params"), "Headers_in": ("instance", "Apache::Headers_in"),
+}
+# What a method without a receiver belongs to, by the section it is in.
+SECTION_RECEIVERS = {
+    "Apache::Request": ("instance", "Apache::Request"),
+    "Apache::Connection": ("instance", "Apache::Connection"),
+    "Apache::Server": ("instance", "Apache::Server"),
+    "Apache::Scoreboard": ("instance", "Apache::Scoreboard"),
+    "Apache::Cache": ("object", "Apache::Cache.default"),
+    "Kernel": ("object", "self"),
+}
+
+
+def documented_methods():
+    """(kind, receiver, method) for every method of the tables of
+    ruby-api.md whose first column is "Method" or "Field". kind is
+    "instance" (receiver is a class) or "object" (receiver is an object,
+    e.g. Apache for Apache.rputs)."""
+    lines = page("ruby-api.md").splitlines()
+    titles = {i: title for i, level, title in headings(lines) if level == 2}
+    out, current, header = [], None, None
+    for i, line in enumerate(lines):
+        current = titles.get(i, current)
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if header is None:
+            header = cells[0]
+            continue
+        if header not in ("Method", "Field") or set(cells[0]) <= set("-"):
+            continue
+        previous = None
+        for token in re.findall(r"`([^`]+)`", cells[0]):
+            m = re.match(r"^([\w:]+)\[[^\]]*\]( = \w+)?$", token)
+            if m:
+                kind, recv = RECEIVERS.get(m.group(1), ("object", m.group(1)))
+                out.append((kind, recv, "[]=" if m.group(2) else "[]"))
+                continue
+            m = re.match(r"^(?:([\w:]+)?(\.|#))?([a-z_]\w*[?!=]?)( = \w+)?", token)
+            assert m, "cannot read %r in %r" % (token, line)
+            recv, sep, name = m.group(1), m.group(2), m.group(3) + ("=" if m.group(4) else "")
+            if sep == "#":
+                recv = recv or previous
+                previous = recv
+            if recv in RECEIVERS:
+                out.append((RECEIVERS[recv][0], RECEIVERS[recv][1], name))
+            elif recv:
+                out.append(("object", recv, name))
+            else:
+                assert current in SECTION_RECEIVERS, "%r: whose method is %r?" % (current, token)
+                out.append(SECTION_RECEIVERS[current] + (name,))
+            if header == "Field":  # "Each has a reader ... and a writer"
+                out.append(out[-1][:2] + (name + "=",))
+    # Finfo's readers are a list in a sentence: "Read-only Integers: `permission` ..."
+    finfo = section("ruby-api.md", "Apache::Finfo")
+    assert "Read-only Integers:" in finfo
+    out += [("instance", "Apache::Finfo", name)
+            for name in re.findall(r"`([a-z_]+)`", finfo.split("Read-only Integers:", 1)[1])]
+    return out
+
+
+def test_every_documented_method_exists(make_httpd, mpm):
+    """Asks the VM of a handler whether each method the tables list is
+    there."""
+    methods = documented_methods()
+    assert len(methods) > 150
+    checks = "\n".join('  [%r, %s, :"%s"],' % (kind, recv, name) for kind, recv, name in methods)
+    script = ("missing = [\n%s\n].reject do |kind, recv, name|\n"
+              "  if kind == 'instance' then recv.method_defined?(name)\n"
+              "  else recv.respond_to?(name, true) end\n"
+              "end\n"
+              "Apache.rputs missing.map { |k, r, n| \"#{r.inspect} #{n}\" }.join(\"\\n\")\n" % checks)
+    srv = make_httpd("doc-methods", mpm,
+                     "mrubyCache shmcb\n<Location /x>\n    SetHandler mruby-native-script\n"
+                     "    mrubyHandler {root}/mruby/x.rb\n</Location>\n", modules=("socache_shmcb",))
+    srv.write("mruby/x.rb", script)
+    srv.start()
+    assert ok(srv, "/x").text == ""
