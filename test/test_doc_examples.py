@@ -8,17 +8,15 @@ and only that, by `adapt`: each substitution names the text it replaces
 and fails when that text is no longer in the example. The paths of the
 examples (/etc/apache2/mruby/, /srv/..., /run/apache2/) become paths under
 the test server's root, ports become the test server's (or its backend's),
+the memcached servers of mrubyCache's example two started by the test,
 and a `LoadModule mruby_module` line is dropped: the test server loads the
 module that was built. Scripts an example names without showing them are
 written by the test, which says what they do.
 
-Examples that are not tested, and why:
-* directives.md, mrubyCache: its cache servers (10.0.0.5, 10.0.0.6) are
-  placeholders; the same shmcb line is run by the Apache::Cache examples.
-* directives.md, the phase table's `mruby<Phase>` forms: syntax, not
-  configuration.
-* ruby-api.md, Errors: a sample of the log line; test_errors.py checks
-  the format.
+Every code block of the two pages is tested; test_no_example_is_left_out
+fails when a page gains one that no test runs. mrubyTimeout's is skipped
+with a libmruby without the instruction hook (Debian's), as in
+test_limits.py.
 
 The last tests hold the pages to the module: every directive of
 directives.md is one httpd knows from mod_mruby (and the reverse), and
@@ -26,13 +24,16 @@ every method listed in ruby-api.md exists in the VM."""
 
 import base64
 import gzip
+import hashlib
 import os
 import re
+import subprocess
 import time
 
 import pytest
 
-from httpd import HTTPD, MODULE, Httpd
+from cache_servers import memcached_backend
+from httpd import HTTPD
 from recipes import ROOT, fenced_blocks
 from test_auth_providers import basic, digest_get
 
@@ -335,7 +336,7 @@ def auth_server(make_httpd, mpm, name, conf):
     srv = make_httpd(name, mpm, conf, modules=AUTH_MODULES)
     srv.write("mruby/authn_basic.rb",
               example("directives.md", "mrubyAuthnCheckPassword,", "ruby", count=1))
-    sha = base64.b64encode(__import__("hashlib").sha1(b"potatoes").digest()).decode()
+    sha = base64.b64encode(hashlib.sha1(b"potatoes").digest()).decode()
     srv.write("htpasswd", "sam:{SHA}%s\n" % sha)
     srv.write("htdocs/private/a.txt", "private")
     srv.write("htdocs/admin/a.txt", "admin")
@@ -391,6 +392,28 @@ def test_authz_provider(make_httpd, mpm):
     srv.wait_log(r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"')
 
 
+
+def test_cache(make_httpd, mpm):
+    """The default cache on shmcb, the named one on two memcached of the
+    test's (for 10.0.0.5 and 10.0.0.6), with its max-value."""
+    servers = [memcached_backend().start() for _ in range(2)]
+    try:
+        conf = adapt(directives_example("mrubyCache", index=0, count=2), RUN,
+                     ("10.0.0.5:11211,10.0.0.6:11211", ",".join(s.spec.split(":", 1)[1] for s in servers)))
+        conf += ('<Location /c>\n    SetHandler mruby-native-script\n    mrubyHandlerCode "'
+                 "r = Apache::Request.new; s = Apache::Cache.named(:sessions); "
+                 "Apache::Cache[r.args] = 'd'; s[r.args] = 's'; "
+                 "Apache.rputs [Apache::Cache[r.args], s[r.args], s.max_value, Apache::Cache.incr('n')].join(' ')"
+                 '"\n</Location>\n')
+        srv = make_httpd("doc-cache", mpm, conf).start()
+        assert ok(srv, "/c?k1").text == "d s 262144 1"
+        assert ok(srv, "/c?k2").text == "d s 262144 2"
+    finally:
+        for s in servers:
+            s.stop()
+            s.cleanup()
+
+
 # --------------------------------------------------------- ruby-api.md
 
 def handler_server(make_httpd, mpm, name, script, **kw):
@@ -406,6 +429,22 @@ def test_return_ends_a_script(make_httpd, mpm):
     script = api_example("Ending a script early", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-return", script)
     assert ok(srv, "/x").body == b"hoge"
+
+
+
+def test_error_log_entry(make_httpd, mpm):
+    """An exception is a 500 and the log entry of the page's sample: the
+    script, the exception, its line and message, the backtrace. The
+    script is the test's, with the sample's lines (3 and 9)."""
+    sample = api_example("Errors", "", count=1).strip()
+    script = "# an app\ndef check(v)\n  raise ArgumentError, 'bad input' unless v\nend\n\n\n\n\ncheck(nil)\n"
+    srv = handler_server(make_httpd, mpm, "doc-error", script)
+    assert srv.get("/x").status == 500
+    path = srv.path("mruby/x.rb")
+    entry = sample.split("] MRB00030: ", 1)[1].replace("/srv/app.rb", path)
+    line, = srv.wait_log("MRB00030")
+    assert line.startswith("[") and "[mruby:error]" in line
+    assert line.endswith("MRB00030: " + entry), (line, entry)
 
 
 def test_async_sleep(make_httpd, mpm):
@@ -480,6 +519,63 @@ def test_stream_filter_counts_bytes(make_httpd, mpm):
     assert r.body == b"<!-- start -->" + content + b"<!-- %d bytes -->" % len(content)
 
 
+
+# (section, language) of every code block of the pages, in order, each
+# run by the test named beside it.
+EXAMPLES = {
+    "directives.md": [
+        ("mod_mruby directives", "apache"),  # test_handlers
+        ("Inheritance", "apache"),  # test_inheritance
+        ("`<Limit>` and `<LimitExcept>`", "apache"),  # test_if_instead_of_limit
+        ("mrubyPostReadRequest, mrubyPostReadRequestCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyQuickHandler, mrubyQuickHandlerCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyTranslateName, mrubyTranslateNameCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyMapToStorage, mrubyMapToStorageCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyAccessChecker, mrubyAccessCheckerCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyFixups, mrubyFixupsCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyHandler", "apache"),  # test_handler_file_cached
+        ("mrubyHandlerCode", "apache"),
+        ("mrubyTimeout", "apache"),
+        ("mrubyRequestBodyLimit", "apache"),
+        ("mrubyServerToken", "apache"),
+        ("mrubyCache", "apache"),  # test_cache
+        ("Locking: the `mruby-cache` mutex", "apache"),  # cache_conf
+        ("mrubyOutputFilter, mrubyOutputFilterCode", "apache"),
+        ("mrubyOutputFilter, mrubyOutputFilterCode", "ruby"),  # test_output_filter_of_mod_mruby
+        ("mrubyOutputFilterNamed, mrubyOutputFilterNamedCode", "apache"),
+        ("mrubyInputFilter, mrubyInputFilterCode", "apache"),
+        ("mrubyAuthnCheckPassword, mrubyAuthnCheckPasswordCode", "apache"),
+        ("mrubyAuthnCheckPassword, mrubyAuthnCheckPasswordCode", "ruby"),  # auth_server
+        ("mrubyAuthnGetRealmHash, mrubyAuthnGetRealmHashCode", "ruby"),
+        ("mrubyAuthzProvider, mrubyAuthzProviderCode", "apache"),
+        ("mrubyAuthzProvider, mrubyAuthzProviderCode", "ruby"),
+    ],
+    "ruby-api.md": [
+        ("Errors", ""),  # test_error_log_entry
+        ("Ending a script early", "ruby"),  # test_return_ends_a_script
+        ("Apache::Async", "ruby"),
+        ("Rack", "ruby"),
+        ("Apache::Cache", "apache"),  # cache_conf
+        ("Example: a rate limiter", "apache"),
+        ("Example: a rate limiter", "ruby"),
+        ("Example: a page cache", "apache"),
+        ("Example: a page cache", "ruby"),
+        ("Apache::Filter", "ruby"),  # test_stream_filter_counts_bytes
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_no_example_is_left_out(name):
+    """The code blocks of the page, by the heading they are under, are
+    those the tests above run: a new one needs a test."""
+    lines = page(name).splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("```")][::2]
+    titles = headings(lines)
+    found = [([t for j, _, t in titles if j < i][-1], lines[i][3:].strip()) for i in starts]
+    assert found == EXAMPLES[name]
+
+
 # ------------------------------------------- the pages against the module
 
 def documented_directives():
@@ -509,7 +605,7 @@ def module_directives(make_httpd):
     `apache2 -L` lists them."""
     srv = make_httpd("doc-directives", "prefork")
     srv.write_config()
-    out = __import__("subprocess").run([HTTPD, "-f", srv.conf_path, "-L"], capture_output=True,
+    out = subprocess.run([HTTPD, "-f", srv.conf_path, "-L"], capture_output=True,
                                        text=True, timeout=60).stdout
     found = re.findall(r"^(\S+) \(mod_mruby\.c\)\n\t.*\n\t(.*)$", out, re.M)
     assert found, out
