@@ -108,6 +108,13 @@ def api_example(heading, lang="apache", **kw):
     return example("ruby-api.md", heading, lang, **kw)
 
 
+def answering(path, code):
+    """A section of the test's own at path whose handler is code (in
+    single quotes only)."""
+    return ('<Location %s>\n    SetHandler mruby-native-script\n    mrubyHandlerCode "%s"\n</Location>\n'
+            % (path, code))
+
+
 def ok(srv, path, **kw):
     r = srv.request(kw.pop("method", "GET"), path, **kw)
     assert r.status == 200, (r, srv.error_log()[-2000:])
@@ -120,9 +127,7 @@ def test_handlers(make_httpd, mpm):
     """The two handlers: mruby-script makes .mrb files scripts,
     mruby-native-script answers with the section's script."""
     conf = adapt(directives_example("mod_mruby directives"), OWN_MODULE)
-    srv = make_httpd("doc-handlers", mpm, conf)
-    srv.write("htdocs/hi.mrb", "Apache.rputs 'from a file'")
-    srv.start()
+    srv = make_httpd("doc-handlers", mpm, conf, files={"htdocs/hi.mrb": "Apache.rputs 'from a file'"}).start()
     assert ok(srv, "/mruby").body == b"hello mod_mruby world"
     assert ok(srv, "/hi.mrb").body == b"from a file"
 
@@ -133,12 +138,13 @@ def test_inheritance(make_httpd, mpm):
     it. /srv/app/main.rb is a script that answers "app"."""
     conf = adapt(directives_example("Inheritance"), ("/srv/app/", "{root}/srv/app/"),
                  ("<VirtualHost *:80>", "<VirtualHost *:{port}>"))
-    srv = make_httpd("doc-inherit", mpm, conf)
-    srv.write("srv/app/main.rb", "Apache.rputs 'app'")
-    srv.write("htdocs/app/static/a.txt", "static")
-    srv.write("htdocs/app/embed/b.txt", "embed")
-    srv.write("htdocs/c.txt", "vhost")
-    srv.start()
+    files = {
+        "srv/app/main.rb": "Apache.rputs 'app'",
+        "htdocs/app/static/a.txt": "static",
+        "htdocs/app/embed/b.txt": "embed",
+        "htdocs/c.txt": "vhost",
+    }
+    srv = make_httpd("doc-inherit", mpm, conf, files=files).start()
     r = ok(srv, "/app/x")
     assert r.body == b"app" and r.headers["X-Frame-Options"] == "DENY"
     r = ok(srv, "/app/static/a.txt")
@@ -153,8 +159,7 @@ def test_if_instead_of_limit(make_httpd, mpm):
     """The <If> gives POST a 50M body limit; other methods keep the 8 MB
     default. The test adds a handler that reads the body."""
     conf = directives_example("`<Limit>` and `<LimitExcept>`")
-    conf += ('<Location /upload>\n    SetHandler mruby-native-script\n'
-             '    mrubyHandlerCode "Apache.rputs Apache::Request.new.body.size"\n</Location>\n')
+    conf += answering("/upload", "Apache.rputs Apache::Request.new.body.size")
     srv = make_httpd("doc-if", mpm, conf).start()
     body = b"x" * (9 * 1024 * 1024)
     assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
@@ -168,8 +173,7 @@ def test_post_read_request(make_httpd, mpm):
     """The note set right after the request is read is seen by the later
     phases (the test's handler shows it)."""
     conf = directives_example("mrubyPostReadRequest,", count=1)
-    conf += ('<Location /t0>\n    SetHandler mruby-native-script\n'
-             '    mrubyHandlerCode "Apache.rputs Apache::Request.new.notes[\'t0\']"\n</Location>\n')
+    conf += answering("/t0", "Apache.rputs Apache::Request.new.notes['t0']")
     srv = make_httpd("doc-prr", mpm, conf).start()
     t0 = float(ok(srv, "/t0").text)
     assert abs(t0 - time.time()) < 60
@@ -177,9 +181,7 @@ def test_post_read_request(make_httpd, mpm):
 
 def test_quick_handler(make_httpd, mpm):
     conf = directives_example("mrubyQuickHandler,", count=1)
-    srv = make_httpd("doc-quick", mpm, conf)
-    srv.write("htdocs/other.txt", "other")
-    srv.start()
+    srv = make_httpd("doc-quick", mpm, conf, files={"htdocs/other.txt": "other"}).start()
     assert ok(srv, "/ping").body == b"pong"
     assert ok(srv, "/other.txt").body == b"other"
 
@@ -187,9 +189,7 @@ def test_quick_handler(make_httpd, mpm):
 def test_translate_name(make_httpd, mpm):
     """/docs/... is served from /srv/docs/..."""
     conf = adapt(directives_example("mrubyTranslateName,", count=1), ("'/srv/docs'", "'{root}/srv/docs'"))
-    srv = make_httpd("doc-translate", mpm, conf)
-    srv.write("srv/docs/guide.txt", "the guide")
-    srv.start()
+    srv = make_httpd("doc-translate", mpm, conf, files={"srv/docs/guide.txt": "the guide"}).start()
     assert ok(srv, "/docs/guide.txt").body == b"the guide"
     assert srv.get("/docs/missing.txt").status == 404
 
@@ -198,21 +198,16 @@ def test_map_to_storage(make_httpd, mpm):
     """Under /api/ the directory walk is skipped: the test's <Directory>
     that denies everything applies to the other URIs only."""
     conf = directives_example("mrubyMapToStorage,", count=1)
-    conf += ('<Directory "{docroot}">\n    Require all denied\n</Directory>\n'
-             '<Location /api/>\n    SetHandler mruby-native-script\n'
-             '    mrubyHandlerCode "Apache.rputs \'api\'"\n</Location>\n')
-    srv = make_httpd("doc-m2s", mpm, conf)
-    srv.write("htdocs/page.txt", "page")
-    srv.start()
+    conf += '<Directory "{docroot}">\n    Require all denied\n</Directory>\n'
+    conf += answering("/api/", "Apache.rputs 'api'")
+    srv = make_httpd("doc-m2s", mpm, conf, files={"htdocs/page.txt": "page"}).start()
     assert ok(srv, "/api/items").body == b"api"
     assert srv.get("/page.txt").status == 403
 
 
 def test_access_checker(make_httpd, mpm):
     conf = directives_example("mrubyAccessChecker,", count=1)
-    srv = make_httpd("doc-access", mpm, conf)
-    srv.write("htdocs/admin/index.txt", "admin")
-    srv.start()
+    srv = make_httpd("doc-access", mpm, conf, files={"htdocs/admin/index.txt": "admin"}).start()
     assert srv.get("/admin/index.txt").status == 403
     assert srv.get("/admin/index.txt", headers={"X-Admin-Token": "guess"}).status == 403
     assert ok(srv, "/admin/index.txt", headers={"X-Admin-Token": "s3cret"}).body == b"admin"
@@ -220,9 +215,7 @@ def test_access_checker(make_httpd, mpm):
 
 def test_fixups(make_httpd, mpm):
     conf = directives_example("mrubyFixups,", count=1)
-    srv = make_httpd("doc-fixups", mpm, conf)
-    srv.write("htdocs/a.txt", "a")
-    srv.start()
+    srv = make_httpd("doc-fixups", mpm, conf, files={"htdocs/a.txt": "a"}).start()
     assert ok(srv, "/a.txt").headers["X-Content-Type-Options"] == "nosniff"
 
 
@@ -230,9 +223,10 @@ def test_handler_file_cached(make_httpd, mpm):
     """With `cache` the script is compiled once: a change of the file is
     not seen. app.rb is the test's."""
     conf = adapt(directives_example("mrubyHandler", count=1), ETC)
-    srv = make_httpd("doc-handler", mpm, conf, mpm_conf={"prefork": dict(StartServers=1)})
-    srv.write("mruby/app.rb", "Apache.rputs 'first'")
-    srv.start()
+    files = {
+        "mruby/app.rb": "Apache.rputs 'first'",
+    }
+    srv = make_httpd("doc-handler", mpm, conf, mpm_conf={"prefork": dict(StartServers=1)}, files=files).start()
     assert ok(srv, "/app").body == b"first"
     srv.write("mruby/app.rb", "Apache.rputs 'second'")
     for _ in range(5):
@@ -248,8 +242,7 @@ def test_handler_code(make_httpd, mpm):
 def test_timeout(make_httpd, mpm):
     """A script under /api that runs past 2 s is stopped with a 503."""
     conf = directives_example("mrubyTimeout", count=1)
-    conf += ('<Location /api/spin>\n    SetHandler mruby-native-script\n'
-             '    mrubyHandlerCode "loop { }"\n</Location>\n')
+    conf += answering("/api/spin", "loop { }")
     srv = make_httpd("doc-timeout", mpm, conf).start()
     t = time.time()
     assert srv.get("/api/spin").status == 503
@@ -260,9 +253,10 @@ def test_request_body_limit(make_httpd, mpm):
     """/upload takes bodies up to 50 MB. upload.rb is the test's: it
     answers the size of the body it read."""
     conf = adapt(directives_example("mrubyRequestBodyLimit", count=1), ETC)
-    srv = make_httpd("doc-body-limit", mpm, conf)
-    srv.write("mruby/upload.rb", "Apache.rputs Apache::Request.new.body.size")
-    srv.start()
+    files = {
+        "mruby/upload.rb": "Apache.rputs Apache::Request.new.body.size",
+    }
+    srv = make_httpd("doc-body-limit", mpm, conf, files=files).start()
     body = b"x" * (9 * 1024 * 1024)
     assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
     r = srv.raw(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 52428801\r\n"
@@ -272,9 +266,7 @@ def test_request_body_limit(make_httpd, mpm):
 
 def test_server_token(make_httpd, mpm):
     conf = directives_example("mrubyServerToken", count=1)
-    srv = make_httpd("doc-token", mpm, conf)
-    srv.write("htdocs/a.txt", "a")
-    srv.start()
+    srv = make_httpd("doc-token", mpm, conf, files={"htdocs/a.txt": "a"}).start()
     version = ok(srv, "/a.txt").headers["Server"]
     promised = conf.split("# Server: ", 1)[1].split("\n")[0]
     # the example's comment shows the form: httpd's own part, then ours
@@ -285,9 +277,10 @@ def test_server_token(make_httpd, mpm):
 
 def test_output_filter(make_httpd, mpm):
     conf = directives_example("mrubyOutputFilter, mrubyOutputFilterCode", count=1)
-    srv = make_httpd("doc-out", mpm, conf)
-    srv.write("htdocs/docs/links.html", '<a href="http://example.com/">x</a> http://a')
-    srv.start()
+    files = {
+        "htdocs/docs/links.html": '<a href="http://example.com/">x</a> http://a',
+    }
+    srv = make_httpd("doc-out", mpm, conf, files=files).start()
     assert ok(srv, "/docs/links.html").body == b'<a href="https://example.com/">x</a> https://a'
 
 
@@ -297,10 +290,11 @@ def test_output_filter_of_mod_mruby(make_httpd, mpm):
     script = example("directives.md", "mrubyOutputFilter, mrubyOutputFilterCode", "ruby", count=1)
     conf = ('<Location /up>\n    SetOutputFilter mruby\n'
             '    mrubyOutputFilter {root}/mruby/upcase.rb\n</Location>\n')
-    srv = make_httpd("doc-out-mod", mpm, conf)
-    srv.write("mruby/upcase.rb", script)
-    srv.write("htdocs/up/a.txt", "hello filter")
-    srv.start()
+    files = {
+        "mruby/upcase.rb": script,
+        "htdocs/up/a.txt": "hello filter",
+    }
+    srv = make_httpd("doc-out-mod", mpm, conf, files=files).start()
     assert ok(srv, "/up/a.txt").body == b"<!-- head -->HELLO FILTER"
 
 
@@ -308,10 +302,11 @@ def test_output_filter_named(make_httpd, mpm):
     """A named filter chained with DEFLATE. banner.rb is the test's: a
     stream filter that puts a line before the body."""
     conf = adapt(directives_example("mrubyOutputFilterNamed"), ETC)
-    srv = make_httpd("doc-out-named", mpm, conf, modules=("filter", "deflate"))
-    srv.write("mruby/banner.rb", "f = Apache::Filter.new; f.insert_head \"banner\\n\" if f.first?")
-    srv.write("htdocs/app/a.txt", "content " * 100)
-    srv.start()
+    files = {
+        "mruby/banner.rb": "f = Apache::Filter.new; f.insert_head \"banner\\n\" if f.first?",
+        "htdocs/app/a.txt": "content " * 100,
+    }
+    srv = make_httpd("doc-out-named", mpm, conf, modules=("filter", "deflate"), files=files).start()
     r = ok(srv, "/app/a.txt", headers={"Accept-Encoding": "gzip"})
     assert r.headers["Content-Encoding"] == "gzip"
     assert gzip.decompress(r.body) == b"banner\n" + b"content " * 100
@@ -320,9 +315,7 @@ def test_output_filter_named(make_httpd, mpm):
 def test_input_filter(make_httpd, mpm):
     """A body with <script is refused with 400 before the backend (a
     second server that echoes the body) sees it."""
-    backend = make_httpd("doc-in-backend", mpm,
-                         '<Location /api>\n    SetHandler mruby-native-script\n'
-                         '    mrubyHandlerCode "Apache.rputs Apache::Request.new.body"\n</Location>\n').start()
+    backend = make_httpd("doc-in-backend", mpm, answering("/api", "Apache.rputs Apache::Request.new.body")).start()
     conf = adapt(directives_example("mrubyInputFilter, mrubyInputFilterCode", count=1),
                  ("127.0.0.1:8081", "127.0.0.1:%d" % backend.port))
     srv = make_httpd("doc-in", mpm, conf, modules=("proxy", "proxy_http")).start()
@@ -362,10 +355,11 @@ def test_authn_get_realm_hash(make_httpd, mpm):
     conf = ('<Location /shire>\n    AuthType Digest\n    AuthName "hobbits"\n'
             '    AuthDigestProvider mruby\n    mrubyAuthnGetRealmHash {root}/mruby/digest.rb\n'
             '    Require valid-user\n</Location>\n')
-    srv = make_httpd("doc-digest", mpm, conf, modules=AUTH_MODULES)
-    srv.write("mruby/digest.rb", example("directives.md", "mrubyAuthnGetRealmHash,", "ruby", count=1))
-    srv.write("htdocs/shire/a.txt", "shire")
-    srv.start()
+    files = {
+        "mruby/digest.rb": example("directives.md", "mrubyAuthnGetRealmHash,", "ruby", count=1),
+        "htdocs/shire/a.txt": "shire",
+    }
+    srv = make_httpd("doc-digest", mpm, conf, modules=AUTH_MODULES, files=files).start()
     assert digest_get(srv, "/shire/a.txt", "frodo", "bar").body == b"shire"
     assert digest_get(srv, "/shire/a.txt", "frodo", "baz").status == 401
     assert digest_get(srv, "/shire/a.txt", "bilbo", "foo").status == 401
@@ -400,11 +394,9 @@ def test_cache(make_httpd, mpm):
     try:
         conf = adapt(directives_example("mrubyCache", index=0, count=2), RUN,
                      ("10.0.0.5:11211,10.0.0.6:11211", ",".join(s.spec.split(":", 1)[1] for s in servers)))
-        conf += ('<Location /c>\n    SetHandler mruby-native-script\n    mrubyHandlerCode "'
-                 "r = Apache::Request.new; s = Apache::Cache.named(:sessions); "
-                 "Apache::Cache[r.args] = 'd'; s[r.args] = 's'; "
-                 "Apache.rputs [Apache::Cache[r.args], s[r.args], s.max_value, Apache::Cache.incr('n')].join(' ')"
-                 '"\n</Location>\n')
+        conf += answering("/c", "r = Apache::Request.new; s = Apache::Cache.named(:sessions); "
+                          "Apache::Cache[r.args] = 'd'; s[r.args] = 's'; Apache.rputs [Apache::Cache[r.args], "
+                          "s[r.args], s.max_value, Apache::Cache.incr('n')].join(' ')")
         srv = make_httpd("doc-cache", mpm, conf).start()
         assert ok(srv, "/c?k1").text == "d s 262144 1"
         assert ok(srv, "/c?k2").text == "d s 262144 2"
@@ -416,13 +408,12 @@ def test_cache(make_httpd, mpm):
 
 # --------------------------------------------------------- ruby-api.md
 
-def handler_server(make_httpd, mpm, name, script, **kw):
-    """A server whose /x answers with script (a file) as its handler."""
-    conf = ('<Location /x>\n    SetHandler mruby-native-script\n'
-            '    mrubyHandler {root}/mruby/x.rb\n</Location>\n')
-    srv = make_httpd(name, mpm, conf, **kw)
-    srv.write("mruby/x.rb", script)
-    return srv.start()
+def handler_server(make_httpd, mpm, name, script, conf="", **kw):
+    """A server whose /x answers with script (a file) as its handler,
+    after the configuration conf."""
+    conf += ('<Location /x>\n    SetHandler mruby-native-script\n'
+             '    mrubyHandler {root}/mruby/x.rb\n</Location>\n')
+    return make_httpd(name, mpm, conf, files={"mruby/x.rb": script}, **kw).start()
 
 
 def test_return_ends_a_script(make_httpd, mpm):
@@ -475,11 +466,11 @@ def test_rate_limit(make_httpd, mpm):
     """100 requests a minute from one address, then 429 with Retry-After.
     The test's /api/ping answers what is let through."""
     conf = cache_conf() + adapt(api_example("Example: a rate limiter", count=1), ETC)
-    conf += ('<Location /api/ping>\n    SetHandler mruby-native-script\n'
-             '    mrubyHandlerCode "Apache.rputs \'pong\'"\n</Location>\n')
-    srv = make_httpd("doc-rate", mpm, conf)
-    srv.write("mruby/rate_limit.rb", api_example("Example: a rate limiter", "ruby", count=1))
-    srv.start()
+    conf += answering("/api/ping", "Apache.rputs 'pong'")
+    files = {
+        "mruby/rate_limit.rb": api_example("Example: a rate limiter", "ruby", count=1),
+    }
+    srv = make_httpd("doc-rate", mpm, conf, files=files).start()
     if time.time() % 60 > 40:  # all 101 requests in one minute
         time.sleep(61 - time.time() % 60)
     for n in range(100):
@@ -495,9 +486,10 @@ def test_page_cache(make_httpd, mpm):
     """The page is built once, then served from the cache (one per
     query string) by every thread and process."""
     conf = cache_conf() + adapt(api_example("Example: a page cache", count=1), RUN, ETC)
-    srv = make_httpd("doc-pages", mpm, conf)
-    srv.write("mruby/page_cache.rb", api_example("Example: a page cache", "ruby", count=1))
-    srv.start()
+    files = {
+        "mruby/page_cache.rb": api_example("Example: a page cache", "ruby", count=1),
+    }
+    srv = make_httpd("doc-pages", mpm, conf, files=files).start()
     first = ok(srv, "/report?a")
     assert first.headers["X-Cache"] == "MISS" and b"<td>20</td><td>400</td>" in first.body
     for _ in range(10):
@@ -702,9 +694,6 @@ def test_every_documented_method_exists(make_httpd, mpm):
               "  else recv.respond_to?(name, true) end\n"
               "end\n"
               "Apache.rputs missing.map { |k, r, n| \"#{r.inspect} #{n}\" }.join(\"\\n\")\n" % checks)
-    srv = make_httpd("doc-methods", mpm,
-                     "mrubyCache shmcb\n<Location /x>\n    SetHandler mruby-native-script\n"
-                     "    mrubyHandler {root}/mruby/x.rb\n</Location>\n", modules=("socache_shmcb",))
-    srv.write("mruby/x.rb", script)
-    srv.start()
+    srv = handler_server(make_httpd, mpm, "doc-methods", script, conf="mrubyCache shmcb\n",
+                         modules=("socache_shmcb",))
     assert ok(srv, "/x").text == ""
