@@ -97,7 +97,7 @@ def adapt(text, *subs):
 # What every adapted example needs.
 ETC = ("/etc/apache2/mruby/", "{root}/mruby/")
 RUN = ("/run/apache2/", "{root}/run/")
-OWN_MODULE = ("LoadModule mruby_module modules/mod_mruby.so\n", "")
+OWN_MODULE = ("LoadModule mruby_module /usr/lib/apache2/modules/mod_mruby.so\n", "")
 
 
 def directives_example(heading, lang="apache", **kw):
