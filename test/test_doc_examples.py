@@ -697,3 +697,63 @@ def test_every_documented_method_exists(make_httpd, mpm):
     srv = handler_server(make_httpd, mpm, "doc-methods", script, conf="mrubyCache shmcb\n",
                          modules=("socache_shmcb",))
     assert ok(srv, "/x").text == ""
+
+
+# Arguments that make each directive valid, for the context test: a
+# script file, inline code, or, for these, what the Syntax row asks for.
+VALUES = {
+    "mrubyCache": "shmcb", "mrubyHandlerEnable": "On", "mrubyTimeout": "off",
+    "mrubyMemoryLimit": "off", "mrubyMaxRequestsPerVM": "0", "mrubyServerToken": "Off",
+    "mrubyRequestBodyLimit": "1M", "mrubyFormFieldsLimit": "10",
+}
+NAMED = ("mrubyOutputFilterNamed", "mrubyInputFilterNamed", "mrubyAuthzProvider")
+
+
+def directive_line(directive, n):
+    """directive with valid arguments; n makes a name it defines unique."""
+    if directive in VALUES:
+        return "%s %s" % (directive, VALUES[directive])
+    script = '"1"' if directive.endswith("Code") else "{root}/mruby/x.rb"
+    if directive.startswith(NAMED):
+        return "%s name%d %s" % (directive, n, script)
+    return "%s %s" % (directive, script)
+
+
+SECTIONS = {
+    "virtual host": "<VirtualHost *:{port}>\n%s\n</VirtualHost>\n",
+    "<Directory>": '<Directory "{docroot}">\n%s\n</Directory>\n',
+    "<Location>": "<Location />\n%s\n</Location>\n",
+}
+
+
+def allowed_in(context, where):
+    """Whether a Context row of directives.md allows the section."""
+    if where == "virtual host":
+        return "virtual host" in context
+    return "directory" in context or (where == "<Location>" and "`<Location>`" in context)
+
+
+def test_every_directive_is_allowed_where_its_entry_says(make_httpd):
+    """Each directive is accepted in the main server and in the sections
+    its Context row names (all in one configuration), and refused in the
+    others (one configuration each, which must fail naming it)."""
+    documented = documented_directives()
+    srv = make_httpd("doc-contexts", "prefork", modules=("socache_shmcb",),
+                     files={"mruby/x.rb": "1"})
+    accepted, refused = [], []
+    for n, (directive, context) in enumerate(sorted(documented.items())):
+        accepted.append(directive_line(directive, n))
+        for where, wrap in SECTIONS.items():
+            line = directive_line(directive, 1000 + 10 * n + len(accepted))
+            if not allowed_in(context, where):
+                refused.append((directive, where, wrap % line))
+            else:
+                accepted.append(wrap % line)
+    rc, out = srv.configtest("\n".join(accepted))
+    assert rc == 0, out
+    wrong = []
+    for directive, where, conf in refused:
+        rc, out = srv.configtest(conf)
+        if rc == 0 or directive.lower() not in out.lower():
+            wrong.append((directive, where, out.strip()[-200:]))
+    assert wrong == []
