@@ -636,7 +636,8 @@ SECTION_RECEIVERS = {
 
 def documented_methods():
     """(kind, receiver, method) for every method of the tables of
-    ruby-api.md whose first column is "Method" or "Field". kind is
+    ruby-api.md whose first column is "Method" or "Field", of the list of
+    Finfo's readers and of the Regexp section's lists. kind is
     "instance" (receiver is a class) or "object" (receiver is an object,
     e.g. Apache for Apache.rputs)."""
     lines = page("ruby-api.md").splitlines()
@@ -680,6 +681,26 @@ def documented_methods():
     assert "Read-only Integers:" in finfo
     out += [("instance", "Apache::Finfo", name)
             for name in re.findall(r"`([a-z_]+)`", finfo.split("Read-only Integers:", 1)[1])]
+    return out + regexp_methods()
+
+
+def regexp_methods():
+    """The methods of the Regexp section's lists: the bullets that start
+    with `Regexp.new`, `MatchData` and `String#=~`. What parentheses say
+    (options, argument forms) is left out; `Regexp.name` is a class
+    method, and so is a name after it and a slash (`Regexp.escape`/`quote`);
+    the others are instance methods."""
+    bullets = re.split(r"\n\* ", section("ruby-api.md", "Regexp and MatchData"))
+    out = []
+    for start, cls in (("`Regexp.new", "Regexp"), ("`MatchData`", "MatchData"), ("`String#=~`", "String")):
+        found = [b for b in bullets if b.startswith(start)]
+        assert len(found) == 1, "no list of %s methods" % cls
+        text = re.sub(r"\([^()]*\)", "", found[0])
+        for alias, token in re.findall(r"(/ ?)?`([^`]+)`", text):
+            m = re.fullmatch(r"(?:(?:Regexp|String)?(\.|#))?([a-z_]\w*[?]?|==|=~|===|\[\])", token)
+            if m:
+                kind = "object" if m.group(1) == "." or (alias and out[-1][0] == "object") else "instance"
+                out.append((kind, cls, m.group(2)))
     return out
 
 
@@ -687,7 +708,7 @@ def test_every_documented_method_exists(make_httpd, mpm):
     """Asks the VM of a handler whether each method the tables list is
     there."""
     methods = documented_methods()
-    assert len(methods) > 150
+    assert len(methods) > 200
     checks = "\n".join('  [%r, %s, :"%s"],' % (kind, recv, name) for kind, recv, name in methods)
     script = ("missing = [\n%s\n].reject do |kind, recv, name|\n"
               "  if kind == 'instance' then recv.method_defined?(name)\n"
