@@ -322,6 +322,11 @@ def test_input_filter(make_httpd, mpm):
     srv = make_httpd("doc-in", mpm, conf, modules=("proxy", "proxy_http")).start()
     assert ok(srv, "/api", method="POST", body=b"name=x").body == b"name=x"
     assert srv.request("POST", "/api", body=b"<script>alert(1)</script>").status == 400
+    # the word across two pieces: two chunks of the client's, or the end
+    # of the first 64 KB that mod_proxy reads
+    assert srv.post_chunked("/api", [b"a" * 1000 + b"<scr", b"ipt>x"]).status == 400
+    assert srv.request("POST", "/api", body=b"a" * 65530 + b"<script>x").status == 400
+    assert ok(srv, "/api", method="POST", body=b"a" * 65530 + b"<scrip>").body == b"a" * 65530 + b"<scrip>"
 
 
 def auth_server(make_httpd, mpm, name, conf):
