@@ -95,6 +95,9 @@ def adapt(text, *subs):
     return text
 
 
+# What Debian's apache2.conf says of the file system, before any example.
+DEBIAN_ROOT = "<Directory />\n    AllowOverride None\n    Require all denied\n</Directory>\n"
+
 # What every adapted example needs.
 ETC = ("/etc/apache2/mruby/", "{root}/mruby/")
 RUN = ("/run/apache2/", "{root}/run/")
@@ -188,8 +191,10 @@ def test_quick_handler(make_httpd, mpm):
 
 
 def test_translate_name(make_httpd, mpm):
-    """/docs/... is served from /srv/docs/..."""
-    conf = adapt(directives_example("mrubyTranslateName,", count=1), ("'/srv/docs'", "'{root}/srv/docs'"))
+    """/docs/... is served from /srv/docs/..., in a server that denies
+    every directory as Debian's apache2.conf does."""
+    conf = DEBIAN_ROOT + adapt(directives_example("mrubyTranslateName,", count=1),
+                               ("/srv/docs", "{root}/srv/docs"))
     srv = make_httpd("doc-translate", mpm, conf, files={"srv/docs/guide.txt": "the guide"}).start()
     assert ok(srv, "/docs/guide.txt").body == b"the guide"
     assert srv.get("/docs/missing.txt").status == 404
