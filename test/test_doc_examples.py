@@ -19,8 +19,10 @@ with a libmruby without the instruction hook (Debian's), as in
 test_limits.py.
 
 The last tests hold the pages to the module: every directive of
-directives.md is one httpd knows from mod_mruby (and the reverse), and
-every method listed in ruby-api.md exists in the VM."""
+directives.md is one httpd knows from mod_mruby (and the reverse),
+allowed in the sections its Context row names and only there, and every
+method and constant listed in ruby-api.md exists in the VM (with the
+value the page gives, where it gives one)."""
 
 import base64
 import concurrent.futures
@@ -731,14 +733,34 @@ def regexp_methods():
     return out
 
 
+def documented_constants():
+    """("constant", module, name, value or None) for the constants of
+    ruby-api.md: the list of Apache's, the tables of the providers', the
+    Finfo file types; the value where the page gives it, as `OK` (0)."""
+    out = []
+    listed = section("ruby-api.md", "Constants").split("\n\n`Apache::Scoreboard")[0]
+    for name, value in re.findall(r"`([A-Z][A-Z0-9_]+)`(?: \((-?\d+)\))?", listed):
+        out.append(("Apache", name, value or None))
+    for heading in ("Apache::AuthnProvider", "Apache::AuthzProvider"):
+        text = section("ruby-api.md", heading)
+        out += [(heading, name, None) for name in re.findall(r"^\| `([A-Z_]+)` \|", text, re.M)]
+        out += [(heading, name, value) for name, value in re.findall(r"`([A-Z_]+)` is (-?\d+)", text)]
+    out += [("Apache::Finfo", name, None)
+            for name in re.findall(r"`(?:Apache::Finfo::)?(APR_[A-Z]+)`", section("ruby-api.md", "Apache::Finfo"))]
+    return [("constant", recv, name, value) for recv, name, value in out]
+
+
 def test_every_documented_method_exists(make_httpd, mpm):
     """Asks the VM of a handler whether each method the tables list is
-    there."""
-    methods = documented_methods()
-    assert len(methods) > 200
-    checks = "\n".join('  [%r, %s, :"%s"],' % (kind, recv, name) for kind, recv, name in methods)
-    script = ("missing = [\n%s\n].reject do |kind, recv, name|\n"
+    there, and each constant, with the value the page gives."""
+    methods = [m + (None,) for m in documented_methods()]
+    constants = documented_constants()
+    assert len(methods) > 200 and len(constants) > 30
+    checks = "\n".join('  [%r, %s, :"%s", %s],' % (kind, recv, name, "nil" if value is None else value)
+                        for kind, recv, name, value in methods + constants)
+    script = ("missing = [\n%s\n].reject do |kind, recv, name, value|\n"
               "  if kind == 'instance' then recv.method_defined?(name)\n"
+              "  elsif kind == 'constant' then recv.const_defined?(name) && [nil, recv.const_get(name)].include?(value)\n"
               "  else recv.respond_to?(name, true) end\n"
               "end\n"
               "Apache.rputs missing.map { |k, r, n| \"#{r.inspect} #{n}\" }.join(\"\\n\")\n" % checks)
