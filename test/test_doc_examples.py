@@ -231,10 +231,7 @@ def test_handler_file_cached(make_httpd, mpm):
     """With `cache` the script is compiled once: a change of the file is
     not seen. app.rb is the test's."""
     conf = adapt(directives_example("mrubyHandler", count=1), ETC)
-    files = {
-        "mruby/app.rb": "Apache.rputs 'first'",
-    }
-    srv = make_httpd("doc-handler", mpm, conf, mpm_conf={"prefork": dict(StartServers=1)}, files=files).start()
+    srv = make_httpd("doc-handler", mpm, conf, files={"mruby/app.rb": "Apache.rputs 'first'"}).start()
     assert ok(srv, "/app").body == b"first"
     srv.write("mruby/app.rb", "Apache.rputs 'second'")
     for _ in range(5):
@@ -261,9 +258,7 @@ def test_request_body_limit(make_httpd, mpm):
     """/upload takes bodies up to 50 MB. upload.rb is the test's: it
     answers the size of the body it read."""
     conf = adapt(directives_example("mrubyRequestBodyLimit", count=1), ETC)
-    files = {
-        "mruby/upload.rb": "Apache.rputs Apache::Request.new.body.size",
-    }
+    files = {"mruby/upload.rb": "Apache.rputs Apache::Request.new.body.size"}
     srv = make_httpd("doc-body-limit", mpm, conf, files=files).start()
     body = b"x" * (9 * 1024 * 1024)
     assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
@@ -285,9 +280,7 @@ def test_server_token(make_httpd, mpm):
 
 def test_output_filter(make_httpd, mpm):
     conf = directives_example("mrubyOutputFilter, mrubyOutputFilterCode", count=1)
-    files = {
-        "htdocs/docs/links.html": '<a href="http://example.com/">x</a> http://a',
-    }
+    files = {"htdocs/docs/links.html": '<a href="http://example.com/">x</a> http://a'}
     srv = make_httpd("doc-out", mpm, conf, files=files).start()
     assert ok(srv, "/docs/links.html").body == b'<a href="https://example.com/">x</a> https://a'
 
@@ -336,17 +329,18 @@ def test_input_filter(make_httpd, mpm):
     assert ok(srv, "/api", method="POST", body=b"a" * 65530 + b"<scrip>").body == b"a" * 65530 + b"<scrip>"
 
 
-def auth_server(make_httpd, mpm, name, conf):
-    """A server with the Basic example's script (authn_basic.rb) and an
-    htpasswd file of the test's that knows sam (password "potatoes")."""
-    srv = make_httpd(name, mpm, conf, modules=AUTH_MODULES)
-    srv.write("mruby/authn_basic.rb",
-              example("directives.md", "mrubyAuthnCheckPassword,", "ruby", count=1))
+def auth_server(make_httpd, mpm, name, conf, files=()):
+    """A server, started, with the Basic example's script
+    (authn_basic.rb), an htpasswd file of the test's that knows sam
+    (password "potatoes"), and files."""
     sha = base64.b64encode(hashlib.sha1(b"potatoes").digest()).decode()
-    srv.write("htpasswd", "sam:{SHA}%s\n" % sha)
-    srv.write("htdocs/private/a.txt", "private")
-    srv.write("htdocs/admin/a.txt", "admin")
-    return srv
+    files = dict(files, **{
+        "mruby/authn_basic.rb": example("directives.md", "mrubyAuthnCheckPassword,", "ruby", count=1),
+        "htpasswd": "sam:{SHA}%s\n" % sha,
+        "htdocs/private/a.txt": "private",
+        "htdocs/admin/a.txt": "admin",
+    })
+    return make_httpd(name, mpm, conf, modules=AUTH_MODULES, files=files).start()
 
 
 def test_authn_check_password(make_httpd, mpm):
@@ -354,7 +348,7 @@ def test_authn_check_password(make_httpd, mpm):
     of the next provider (the file)."""
     conf = adapt(directives_example("mrubyAuthnCheckPassword,", count=1), ETC,
                  ("/etc/apache2/htpasswd", "{root}/htpasswd"))
-    srv = auth_server(make_httpd, mpm, "doc-authn", conf).start()
+    srv = auth_server(make_httpd, mpm, "doc-authn", conf)
     assert srv.get("/private/a.txt").status == 401
     assert ok(srv, "/private/a.txt", headers=basic("bilbo", "foo")).body == b"private"
     assert ok(srv, "/private/a.txt", headers=basic("frodo", "bar")).body == b"private"
@@ -386,10 +380,10 @@ def test_authz_provider(make_httpd, mpm):
     conf += ('<Location /admin/only>\n    AuthType Basic\n    AuthName "staff"\n'
              '    AuthBasicProvider mruby\n    mrubyAuthnCheckPassword {root}/mruby/authn_basic.rb\n'
              '    Require team admins\n</Location>\n')
-    srv = auth_server(make_httpd, mpm, "doc-authz", conf)
-    srv.write("mruby/team.rb", example("directives.md", "mrubyAuthzProvider,", "ruby", count=1))
-    srv.write("htdocs/admin/only/a.txt", "only")
-    srv.start()
+    srv = auth_server(make_httpd, mpm, "doc-authz", conf, files={
+        "mruby/team.rb": example("directives.md", "mrubyAuthzProvider,", "ruby", count=1),
+        "htdocs/admin/only/a.txt": "only",
+    })
     assert srv.get("/admin/a.txt").status == 401
     assert ok(srv, "/admin/a.txt", headers=basic("bilbo", "foo")).body == b"admin"
     assert ok(srv, "/admin/a.txt", headers=basic("frodo", "bar")).body == b"admin"
@@ -490,9 +484,7 @@ def test_rate_limit(make_httpd, mpm):
     The test's /api/ping answers what is let through."""
     conf = cache_conf() + adapt(api_example("Example: a rate limiter", count=1), ETC)
     conf += answering("/api/ping", "Apache.rputs 'pong'")
-    files = {
-        "mruby/rate_limit.rb": api_example("Example: a rate limiter", "ruby", count=1),
-    }
+    files = {"mruby/rate_limit.rb": api_example("Example: a rate limiter", "ruby", count=1)}
     srv = make_httpd("doc-rate", mpm, conf, files=files).start()
     wait_for_a_fresh_minute()
     for n in range(100):
@@ -514,9 +506,7 @@ def test_page_cache(make_httpd, mpm):
     """The page is built once, then served from the cache (one per
     query string) by every thread and process."""
     conf = cache_conf() + adapt(api_example("Example: a page cache", count=1), RUN, ETC)
-    files = {
-        "mruby/page_cache.rb": api_example("Example: a page cache", "ruby", count=1),
-    }
+    files = {"mruby/page_cache.rb": api_example("Example: a page cache", "ruby", count=1)}
     srv = make_httpd("doc-pages", mpm, conf, files=files).start()
     first = ok(srv, "/report?a")
     assert first.headers["X-Cache"] == "MISS" and b"<td>20</td><td>400</td>" in first.body
