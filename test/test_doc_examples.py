@@ -445,6 +445,19 @@ def test_error_log_entry(make_httpd, mpm):
     assert line.endswith("MRB00030: " + entry), (line, entry)
 
 
+def test_http_error(make_httpd, mpm):
+    """The Errors section's two raises of Apache::HTTPError, each the
+    script of a handler: the status they name, and the log entry."""
+    promised = re.findall(r"`(raise Apache::HTTPError[^`]*)` answers (\d+)", section("ruby-api.md", "Errors"))
+    assert len(promised) == 2, promised
+    conf = "".join(answering("/e%d" % i, code.replace('"', "'")) for i, (code, _) in enumerate(promised))
+    srv = make_httpd("doc-http-error", mpm, conf).start()
+    for i, (code, status) in enumerate(promised):
+        assert srv.get("/e%d" % i).status == int(status)
+    srv.wait_log(r"MRB00030: .* raised Apache::HTTPError .*: no such item")
+    srv.wait_log(r"MRB00030: .* raised Apache::HTTPError .*: text")
+
+
 def test_async_sleep(make_httpd, mpm):
     """Five sleeps of 100 ms, the output in order."""
     script = api_example("Apache::Async", "ruby", count=1)
