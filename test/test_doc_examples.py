@@ -633,7 +633,7 @@ def module_directives(make_httpd):
     srv = make_httpd("doc-directives", "prefork")
     srv.write_config()
     out = subprocess.run([HTTPD, "-f", srv.conf_path, "-L"], capture_output=True,
-                                       text=True, timeout=60).stdout
+                         text=True, env=srv.httpd_env(), timeout=60).stdout
     found = re.findall(r"^(\S+) \(mod_mruby\.c\)\n\t.*\n\t(.*)$", out, re.M)
     assert found, out
     return dict(found)
