@@ -34,16 +34,21 @@ typedef struct {
     const char *value;  /* a value's name in messages */
 } mm_table_kind_t;
 
+/* Each table's reader is named as its request_rec field. A header table's
+ * class names it in the messages about its values. */
+#define TABLE_KIND(cls, field, is_header, value)                                                             \
+    {                                                                                                        \
+        cls, #field, offsetof(request_rec, field), is_header, value                                          \
+    }
+#define HEADER_TABLE(cls, field) TABLE_KIND(cls, field, 1, "Apache::" cls ": header value")
+#define OTHER_TABLE(cls, field)  TABLE_KIND(cls, field, 0, "a table value")
+
 static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
-    [MM_TABLE_HEADERS_IN] = {"Headers_in", "headers_in", offsetof(request_rec, headers_in), 1,
-                             "Apache::Headers_in: header value"},
-    [MM_TABLE_HEADERS_OUT] = {"Headers_out", "headers_out", offsetof(request_rec, headers_out), 1,
-                              "Apache::Headers_out: header value"},
-    [MM_TABLE_ERR_HEADERS_OUT] = {"Err_headers_out", "err_headers_out",
-                                  offsetof(request_rec, err_headers_out), 1,
-                                  "Apache::Err_headers_out: header value"},
-    [MM_TABLE_NOTES] = {"Notes", "notes", offsetof(request_rec, notes), 0, "a table value"},
-    [MM_TABLE_ENV] = {"Env", "subprocess_env", offsetof(request_rec, subprocess_env), 0, "a table value"},
+    [MM_TABLE_HEADERS_IN] = HEADER_TABLE("Headers_in", headers_in),
+    [MM_TABLE_HEADERS_OUT] = HEADER_TABLE("Headers_out", headers_out),
+    [MM_TABLE_ERR_HEADERS_OUT] = HEADER_TABLE("Err_headers_out", err_headers_out),
+    [MM_TABLE_NOTES] = OTHER_TABLE("Notes", notes),
+    [MM_TABLE_ENV] = OTHER_TABLE("Env", subprocess_env),
 };
 
 static apr_table_t *table_of(mrb_state *mrb, mrb_value self, request_rec **rp, const mm_table_kind_t **kp)
