@@ -127,6 +127,15 @@ SINGLE_WORKER = {
 }
 
 
+def well_inside_window(period, margin):
+    """Scripts that count per minute (hour, day) of the clock: when fewer
+    than margin seconds of the current period are left, waits for the next
+    one, so that a test's requests all fall in one period."""
+    left = period - time.time() % period
+    if left < margin:
+        time.sleep(left + 0.5)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -411,11 +420,16 @@ class Httpd:
         return self.request("POST", path, headers=headers, body=iter(body), timeout=timeout,
                             chunked=True)
 
+    def ok(self, path, method="GET", **kw):
+        """The response to a request of path, which must answer 200 (the end
+        of the error log says why when it does not)."""
+        r = self.request(method, path, **kw)
+        assert r.status == 200, (r, self.error_log()[-2000:])
+        return r
+
     def lines(self, path, headers=None):
         """GETs path, which must answer 200, and returns its body's lines."""
-        r = self.get(path, headers=headers)
-        assert r.status == 200, (r, self.error_log()[-2000:])
-        return r.text.splitlines()
+        return self.ok(path, headers=headers).text.splitlines()
 
     def log_lines(self, pattern):
         return [line for line in self.error_log().splitlines() if re.search(pattern, line)]

@@ -36,7 +36,7 @@ import time
 import pytest
 
 from cache_servers import memcached_backend
-from httpd import HTTPD
+from httpd import HTTPD, well_inside_window
 from recipes import ROOT, fenced_blocks
 from test_auth_providers import basic, digest_get
 
@@ -121,12 +121,6 @@ def answering(path, code):
             % (path, code))
 
 
-def ok(srv, path, **kw):
-    r = srv.request(kw.pop("method", "GET"), path, **kw)
-    assert r.status == 200, (r, srv.error_log()[-2000:])
-    return r
-
-
 # ------------------------------------------------------- directives.md
 
 def test_handlers(make_httpd, mpm):
@@ -134,8 +128,8 @@ def test_handlers(make_httpd, mpm):
     mruby-native-script answers with the section's script."""
     conf = adapt(directives_example("mod_mruby directives"), OWN_MODULE)
     srv = make_httpd("doc-handlers", mpm, conf, files={"htdocs/hi.mrb": "Apache.rputs 'from a file'"}).start()
-    assert ok(srv, "/mruby").body == b"hello mod_mruby world"
-    assert ok(srv, "/hi.mrb").body == b"from a file"
+    assert srv.ok("/mruby").body == b"hello mod_mruby world"
+    assert srv.ok("/hi.mrb").body == b"from a file"
 
 
 def test_inheritance(make_httpd, mpm):
@@ -151,13 +145,13 @@ def test_inheritance(make_httpd, mpm):
         "htdocs/c.txt": "vhost",
     }
     srv = make_httpd("doc-inherit", mpm, conf, files=files).start()
-    r = ok(srv, "/app/x")
+    r = srv.ok("/app/x")
     assert r.body == b"app" and r.headers["X-Frame-Options"] == "DENY"
-    r = ok(srv, "/app/static/a.txt")
+    r = srv.ok("/app/static/a.txt")
     assert r.body == b"static" and r.headers["X-Frame-Options"] == "DENY"
-    r = ok(srv, "/app/embed/b.txt")
+    r = srv.ok("/app/embed/b.txt")
     assert r.headers.get_all("X-Frame-Options") == ["SAMEORIGIN"]
-    r = ok(srv, "/c.txt", headers={"Host": "api.example.com"})
+    r = srv.ok("/c.txt", headers={"Host": "api.example.com"})
     assert r.body == b"vhost" and r.headers["X-Frame-Options"] == "DENY"
 
 
@@ -168,7 +162,7 @@ def test_if_instead_of_limit(make_httpd, mpm):
     conf += answering("/upload", "Apache.rputs Apache::Request.new.body.size")
     srv = make_httpd("doc-if", mpm, conf).start()
     body = b"x" * (9 * 1024 * 1024)
-    assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
+    assert srv.ok("/upload", method="POST", body=body).body == str(len(body)).encode()
     assert srv.request("PUT", "/upload", body=body).status == 413
     too_big = srv.raw(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
                       b"Connection: close\r\n\r\n" % (50 * 1024 * 1024 + 1))
@@ -181,15 +175,15 @@ def test_post_read_request(make_httpd, mpm):
     conf = directives_example("mrubyPostReadRequest,", count=1)
     conf += answering("/t0", "Apache.rputs Apache::Request.new.notes['t0']")
     srv = make_httpd("doc-prr", mpm, conf).start()
-    t0 = float(ok(srv, "/t0").text)
+    t0 = float(srv.ok("/t0").text)
     assert abs(t0 - time.time()) < 60
 
 
 def test_quick_handler(make_httpd, mpm):
     conf = directives_example("mrubyQuickHandler,", count=1)
     srv = make_httpd("doc-quick", mpm, conf, files={"htdocs/other.txt": "other"}).start()
-    assert ok(srv, "/ping").body == b"pong"
-    assert ok(srv, "/other.txt").body == b"other"
+    assert srv.ok("/ping").body == b"pong"
+    assert srv.ok("/other.txt").body == b"other"
 
 
 def test_translate_name(make_httpd, mpm):
@@ -198,7 +192,7 @@ def test_translate_name(make_httpd, mpm):
     conf = DEBIAN_ROOT + adapt(directives_example("mrubyTranslateName,", count=1),
                                ("/srv/docs", "{root}/srv/docs"))
     srv = make_httpd("doc-translate", mpm, conf, files={"srv/docs/guide.txt": "the guide"}).start()
-    assert ok(srv, "/docs/guide.txt").body == b"the guide"
+    assert srv.ok("/docs/guide.txt").body == b"the guide"
     assert srv.get("/docs/missing.txt").status == 404
 
 
@@ -209,7 +203,7 @@ def test_map_to_storage(make_httpd, mpm):
     conf += '<Directory "{docroot}">\n    Require all denied\n</Directory>\n'
     conf += answering("/api/", "Apache.rputs 'api'")
     srv = make_httpd("doc-m2s", mpm, conf, files={"htdocs/page.txt": "page"}).start()
-    assert ok(srv, "/api/items").body == b"api"
+    assert srv.ok("/api/items").body == b"api"
     assert srv.get("/page.txt").status == 403
 
 
@@ -218,13 +212,13 @@ def test_access_checker(make_httpd, mpm):
     srv = make_httpd("doc-access", mpm, conf, files={"htdocs/admin/index.txt": "admin"}).start()
     assert srv.get("/admin/index.txt").status == 403
     assert srv.get("/admin/index.txt", headers={"X-Admin-Token": "guess"}).status == 403
-    assert ok(srv, "/admin/index.txt", headers={"X-Admin-Token": "s3cret"}).body == b"admin"
+    assert srv.ok("/admin/index.txt", headers={"X-Admin-Token": "s3cret"}).body == b"admin"
 
 
 def test_fixups(make_httpd, mpm):
     conf = directives_example("mrubyFixups,", count=1)
     srv = make_httpd("doc-fixups", mpm, conf, files={"htdocs/a.txt": "a"}).start()
-    assert ok(srv, "/a.txt").headers["X-Content-Type-Options"] == "nosniff"
+    assert srv.ok("/a.txt").headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_handler_file_cached(make_httpd, mpm):
@@ -232,15 +226,15 @@ def test_handler_file_cached(make_httpd, mpm):
     not seen. app.rb is the test's."""
     conf = adapt(directives_example("mrubyHandler", count=1), ETC)
     srv = make_httpd("doc-handler", mpm, conf, files={"mruby/app.rb": "Apache.rputs 'first'"}).start()
-    assert ok(srv, "/app").body == b"first"
+    assert srv.ok("/app").body == b"first"
     srv.write("mruby/app.rb", "Apache.rputs 'second'")
     for _ in range(5):
-        assert ok(srv, "/app").body == b"first"
+        assert srv.ok("/app").body == b"first"
 
 
 def test_handler_code(make_httpd, mpm):
     srv = make_httpd("doc-handler-code", mpm, directives_example("mrubyHandlerCode", count=1)).start()
-    assert ok(srv, "/hello").body == b"hello"
+    assert srv.ok("/hello").body == b"hello"
 
 
 @pytest.mark.skipif(not HOOKED, reason="mrubyTimeout needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
@@ -261,7 +255,7 @@ def test_request_body_limit(make_httpd, mpm):
     files = {"mruby/upload.rb": "Apache.rputs Apache::Request.new.body.size"}
     srv = make_httpd("doc-body-limit", mpm, conf, files=files).start()
     body = b"x" * (9 * 1024 * 1024)
-    assert ok(srv, "/upload", method="POST", body=body).body == str(len(body)).encode()
+    assert srv.ok("/upload", method="POST", body=body).body == str(len(body)).encode()
     r = srv.raw(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 52428801\r\n"
                 b"Connection: close\r\n\r\n")
     assert r.status == 413
@@ -270,7 +264,7 @@ def test_request_body_limit(make_httpd, mpm):
 def test_server_token(make_httpd, mpm):
     conf = directives_example("mrubyServerToken", count=1)
     srv = make_httpd("doc-token", mpm, conf, files={"htdocs/a.txt": "a"}).start()
-    version = ok(srv, "/a.txt").headers["Server"]
+    version = srv.ok("/a.txt").headers["Server"]
     promised = conf.split("# Server: ", 1)[1].split("\n")[0]
     # the example's comment shows the form: httpd's own part, then ours
     assert re.fullmatch(r"Apache/[\d.]+ \(\w+\) mod_mruby/[\d.]+", promised)
@@ -282,7 +276,7 @@ def test_output_filter(make_httpd, mpm):
     conf = directives_example("mrubyOutputFilter, mrubyOutputFilterCode", count=1)
     files = {"htdocs/docs/links.html": '<a href="http://example.com/">x</a> http://a'}
     srv = make_httpd("doc-out", mpm, conf, files=files).start()
-    assert ok(srv, "/docs/links.html").body == b'<a href="https://example.com/">x</a> https://a'
+    assert srv.ok("/docs/links.html").body == b'<a href="https://example.com/">x</a> https://a'
 
 
 def test_output_filter_of_mod_mruby(make_httpd, mpm):
@@ -296,7 +290,7 @@ def test_output_filter_of_mod_mruby(make_httpd, mpm):
         "htdocs/up/a.txt": "hello filter",
     }
     srv = make_httpd("doc-out-mod", mpm, conf, files=files).start()
-    assert ok(srv, "/up/a.txt").body == b"<!-- head -->HELLO FILTER"
+    assert srv.ok("/up/a.txt").body == b"<!-- head -->HELLO FILTER"
 
 
 def test_output_filter_named(make_httpd, mpm):
@@ -308,7 +302,7 @@ def test_output_filter_named(make_httpd, mpm):
         "htdocs/app/a.txt": "content " * 100,
     }
     srv = make_httpd("doc-out-named", mpm, conf, modules=("filter", "deflate"), files=files).start()
-    r = ok(srv, "/app/a.txt", headers={"Accept-Encoding": "gzip"})
+    r = srv.ok("/app/a.txt", headers={"Accept-Encoding": "gzip"})
     assert r.headers["Content-Encoding"] == "gzip"
     assert gzip.decompress(r.body) == b"banner\n" + b"content " * 100
 
@@ -320,13 +314,13 @@ def test_input_filter(make_httpd, mpm):
     conf = adapt(directives_example("mrubyInputFilter, mrubyInputFilterCode", count=1),
                  ("127.0.0.1:8081", "127.0.0.1:%d" % backend.port))
     srv = make_httpd("doc-in", mpm, conf, modules=("proxy", "proxy_http")).start()
-    assert ok(srv, "/api", method="POST", body=b"name=x").body == b"name=x"
+    assert srv.ok("/api", method="POST", body=b"name=x").body == b"name=x"
     assert srv.request("POST", "/api", body=b"<script>alert(1)</script>").status == 400
     # the word across two pieces: two chunks of the client's, or the end
     # of the first 64 KB that mod_proxy reads
     assert srv.post_chunked("/api", [b"a" * 1000 + b"<scr", b"ipt>x"]).status == 400
     assert srv.request("POST", "/api", body=b"a" * 65530 + b"<script>x").status == 400
-    assert ok(srv, "/api", method="POST", body=b"a" * 65530 + b"<scrip>").body == b"a" * 65530 + b"<scrip>"
+    assert srv.ok("/api", method="POST", body=b"a" * 65530 + b"<scrip>").body == b"a" * 65530 + b"<scrip>"
 
 
 def auth_server(make_httpd, mpm, name, conf, files=()):
@@ -350,10 +344,10 @@ def test_authn_check_password(make_httpd, mpm):
                  ("/etc/apache2/htpasswd", "{root}/htpasswd"))
     srv = auth_server(make_httpd, mpm, "doc-authn", conf)
     assert srv.get("/private/a.txt").status == 401
-    assert ok(srv, "/private/a.txt", headers=basic("bilbo", "foo")).body == b"private"
-    assert ok(srv, "/private/a.txt", headers=basic("frodo", "bar")).body == b"private"
+    assert srv.ok("/private/a.txt", headers=basic("bilbo", "foo")).body == b"private"
+    assert srv.ok("/private/a.txt", headers=basic("frodo", "bar")).body == b"private"
     assert srv.get("/private/a.txt", headers=basic("bilbo", "bar")).status == 401
-    assert ok(srv, "/private/a.txt", headers=basic("sam", "potatoes")).body == b"private"
+    assert srv.ok("/private/a.txt", headers=basic("sam", "potatoes")).body == b"private"
     assert srv.get("/private/a.txt", headers=basic("sam", "chips")).status == 401
 
 
@@ -385,13 +379,12 @@ def test_authz_provider(make_httpd, mpm):
         "htdocs/admin/only/a.txt": "only",
     })
     assert srv.get("/admin/a.txt").status == 401
-    assert ok(srv, "/admin/a.txt", headers=basic("bilbo", "foo")).body == b"admin"
-    assert ok(srv, "/admin/a.txt", headers=basic("frodo", "bar")).body == b"admin"
-    assert ok(srv, "/admin/only/a.txt", headers=basic("bilbo", "foo")).body == b"only"
+    assert srv.ok("/admin/a.txt", headers=basic("bilbo", "foo")).body == b"admin"
+    assert srv.ok("/admin/a.txt", headers=basic("frodo", "bar")).body == b"admin"
+    assert srv.ok("/admin/only/a.txt", headers=basic("bilbo", "foo")).body == b"only"
     # httpd answers a user it refuses 401, to let another one log in
     assert srv.get("/admin/only/a.txt", headers=basic("frodo", "bar")).status == 401
     srv.wait_log(r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"')
-
 
 
 def test_cache(make_httpd, mpm):
@@ -405,8 +398,8 @@ def test_cache(make_httpd, mpm):
                           "Apache::Cache[r.args] = 'd'; s[r.args] = 's'; Apache.rputs [Apache::Cache[r.args], "
                           "s[r.args], s.max_value, Apache::Cache.incr('n')].join(' ')")
         srv = make_httpd("doc-cache", mpm, conf).start()
-        assert ok(srv, "/c?k1").text == "d s 262144 1"
-        assert ok(srv, "/c?k2").text == "d s 262144 2"
+        assert srv.ok("/c?k1").text == "d s 262144 1"
+        assert srv.ok("/c?k2").text == "d s 262144 2"
     finally:
         for s in servers:
             s.stop()
@@ -426,8 +419,7 @@ def handler_server(make_httpd, mpm, name, script, conf="", **kw):
 def test_return_ends_a_script(make_httpd, mpm):
     script = api_example("Ending a script early", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-return", script)
-    assert ok(srv, "/x").body == b"hoge"
-
+    assert srv.ok("/x").body == b"hoge"
 
 
 def test_error_log_entry(make_httpd, mpm):
@@ -463,7 +455,7 @@ def test_async_sleep(make_httpd, mpm):
     script = api_example("Apache::Async", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-async", script)
     t = time.time()
-    r = ok(srv, "/x")
+    r = srv.ok("/x")
     assert r.body == b"01234"
     assert time.time() - t >= 0.5
     if mpm == "event":  # the request was suspended: it ends its connection
@@ -473,7 +465,7 @@ def test_async_sleep(make_httpd, mpm):
 def test_rack(make_httpd, mpm):
     script = api_example("Rack", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-rack", script)
-    r = ok(srv, "/x/y")
+    r = srv.ok("/x/y")
     assert r.body == b"hello /x/y" and r.headers["Content-Type"] == "text/plain"
 
 
@@ -485,13 +477,6 @@ def cache_conf():
                         ("/run/apache2/locks", "{root}/run"))
 
 
-def wait_for_a_fresh_minute():
-    """The rate limiter counts by minute of the clock: a test's requests
-    must all fall in one."""
-    if time.time() % 60 > 40:
-        time.sleep(61 - time.time() % 60)
-
-
 def test_rate_limit(make_httpd, mpm):
     """100 requests a minute from one address, then 429 with Retry-After.
     The test's /api/ping answers what is let through."""
@@ -499,17 +484,17 @@ def test_rate_limit(make_httpd, mpm):
     conf += answering("/api/ping", "Apache.rputs 'pong'")
     files = {"mruby/rate_limit.rb": api_example("Example: a rate limiter", "ruby", count=1)}
     srv = make_httpd("doc-rate", mpm, conf, files=files).start()
-    wait_for_a_fresh_minute()
+    well_inside_window(60, 20)  # the limiter counts by minute of the clock
     for n in range(100):
-        r = ok(srv, "/api/ping")
+        r = srv.ok("/api/ping")
         assert r.headers["X-RateLimit-Remaining"] == str(99 - n)
     r = srv.get("/api/ping")
     assert r.status == 429  # an error page: headers_out is not sent, err_headers_out is
     assert 0 < int(r.headers["Retry-After"]) <= 60
-    assert ok(srv, "/api/ping", source="127.0.0.2").headers["X-RateLimit-Remaining"] == "99"
+    assert srv.ok("/api/ping", source="127.0.0.2").headers["X-RateLimit-Remaining"] == "99"
     # many clients of one address at once, over threads and processes:
     # the counter is shared, so exactly 100 of 160 get through
-    wait_for_a_fresh_minute()
+    well_inside_window(60, 20)  # the limiter counts by minute of the clock
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         statuses = list(pool.map(lambda i: srv.get("/api/ping", source="127.0.0.3").status, range(160)))
     assert statuses.count(200) == 100 and statuses.count(429) == 60
@@ -521,16 +506,16 @@ def test_page_cache(make_httpd, mpm):
     conf = cache_conf() + adapt(api_example("Example: a page cache", count=1), RUN, ETC)
     files = {"mruby/page_cache.rb": api_example("Example: a page cache", "ruby", count=1)}
     srv = make_httpd("doc-pages", mpm, conf, files=files).start()
-    first = ok(srv, "/report?a")
+    first = srv.ok("/report?a")
     assert first.headers["X-Cache"] == "MISS" and b"<td>20</td><td>400</td>" in first.body
     for _ in range(10):
-        r = ok(srv, "/report?a")
+        r = srv.ok("/report?a")
         assert r.headers["X-Cache"] == "HIT" and r.body == first.body
-    assert ok(srv, "/report?b").headers["X-Cache"] == "MISS"
+    assert srv.ok("/report?b").headers["X-Cache"] == "MISS"
     # many clients at once, over threads and processes: one stored copy
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        bodies = list(pool.map(lambda i: ok(srv, "/report?b").body, range(64)))
-    assert set(bodies) == {ok(srv, "/report?b").body}
+        bodies = list(pool.map(lambda i: srv.ok("/report?b").body, range(64)))
+    assert set(bodies) == {srv.ok("/report?b").body}
 
 
 def test_stream_filter_counts_bytes(make_httpd, mpm):
@@ -542,9 +527,8 @@ def test_stream_filter_counts_bytes(make_httpd, mpm):
     content = b"0123456789" * 30000
     srv.write("htdocs/big/a.txt", content)
     srv.start()
-    r = ok(srv, "/big/a.txt")
+    r = srv.ok("/big/a.txt")
     assert r.body == b"<!-- start -->" + content + b"<!-- %d bytes -->" % len(content)
-
 
 
 # (section, language) of every code block of the pages, in order, each
@@ -646,8 +630,7 @@ def test_every_directive_is_documented_and_exists(make_httpd):
     assert sorted(set(known) - set(documented)) == [], "known to httpd, not documented"
     # "directory" (or a section named) in the Context row: httpd allows it in sections
     wrong = [(n, documented[n], known[n]) for n in documented
-             if (("directory" in documented[n] or "<Location>" in documented[n])
-                 != (known[n] == "Allowed in *.conf anywhere"))]
+             if allowed_in(documented[n], "<Location>") != (known[n] == "Allowed in *.conf anywhere")]
     assert wrong == []
 
 
@@ -772,7 +755,7 @@ def test_every_documented_method_exists(make_httpd, mpm):
               "Apache.rputs missing.map { |k, r, n| \"#{r.inspect} #{n}\" }.join(\"\\n\")\n" % checks)
     srv = handler_server(make_httpd, mpm, "doc-methods", script, conf="mrubyCache shmcb\n",
                          modules=("socache_shmcb",))
-    assert ok(srv, "/x").text == ""
+    assert srv.ok("/x").text == ""
 
 
 # Arguments that make each directive valid, for the context test: a

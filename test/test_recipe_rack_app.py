@@ -11,6 +11,7 @@ import urllib.parse
 
 import pytest
 
+from httpd import well_inside_window
 from recipes import recipe_httpd, server_root
 
 srv = recipe_httpd("rack-app")
@@ -22,8 +23,12 @@ LINKS_PER_CLIENT = 20
 LINKS_PER_DAY = 500
 MAX_BODY = 8192
 
-# The links each server made today, for the daily limit.
+# The links each server made, by day of the clock, for the daily limit.
 made = collections.Counter()
+
+
+def today():
+    return int(time.time()) // 86400
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -31,16 +36,8 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 def shorten(srv, url, source=None):
     r = srv.request("POST", "/links", body=urllib.parse.urlencode({"url": url}).encode(), headers=FORM,
                     source=source)
-    made[server_root(srv)] += r.status == 201
+    made[server_root(srv), today()] += r.status == 201
     return r
-
-
-def well_inside(period):
-    """The limits count per hour and per day of the clock: start a test
-    well inside one."""
-    left = period - time.time() % period
-    if left < 30:
-        time.sleep(left + 0.5)
 
 
 def test_form(srv):
@@ -114,7 +111,7 @@ def test_form_too_large(srv):
 
 
 def test_links_per_client(srv):
-    well_inside(3600)
+    well_inside_window(3600, 30)  # the limits count per hour and day of the clock
     for i in range(LINKS_PER_CLIENT):
         assert shorten(srv, "https://example.com/%d" % i, source="127.0.1.30").status == 201
     r = shorten(srv, "https://example.com/more", source="127.0.1.30")
@@ -128,10 +125,10 @@ def test_links_per_day(srv):
     """All clients together make LINKS_PER_DAY links a day, then 507; the
     links made before are still followed. (Last of the file: no more links
     today.)"""
-    well_inside(86400)
+    well_inside_window(86400, 30)
     first = shorten(srv, "https://example.com/first", source="127.0.2.1")
     assert first.status == 201
-    left = LINKS_PER_DAY - made[server_root(srv)]
+    left = LINKS_PER_DAY - made[server_root(srv), today()]
     sources = ["127.0.2.%d" % (2 + i // LINKS_PER_CLIENT) for i in range(left + 5)]
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(lambda a: shorten(srv, "https://example.com/x", source=a).status, sources))

@@ -4,11 +4,11 @@ processes and threads; then 429 with Retry-After, logged once."""
 
 import concurrent.futures
 import re
-import time
 import uuid
 
 import pytest
 
+from httpd import well_inside_window
 from recipes import recipe_httpd
 
 FILES = {"htdocs/api/ping.txt": "pong\n", "htdocs/api/index.html": "api\n", "htdocs/index.html": "home\n"}
@@ -22,9 +22,7 @@ ADDRESS_LIMIT = 600
 @pytest.fixture
 def window():
     """The limit counts per minute of the clock: start well inside one."""
-    left = 60 - time.time() % 60
-    if left < 20:
-        time.sleep(left + 0.5)
+    well_inside_window(60, 20)
 
 
 def fingerprint(key):
