@@ -343,18 +343,16 @@ static const char *cmd_body_limit(cmd_parms *cmd, void *dconf, const char *arg)
 static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg)
 {
     mm_dir_conf_t *dc = dconf;
-    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
     apr_uint64_t v;
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
 
-    if (err) {
-        return err;
+    if (err == NULL) {
+        err = parse_count(cmd, arg, 1, MM_MAX_FIELDS_LIMIT, &v);
     }
-    /* not strtol, which takes blanks and a sign */
-    if (mm_parse_count(arg, 1, 1000000, &v) != MM_PARSE_OK) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a number between 1 and 1000000", cmd->cmd->name, arg);
+    if (err == NULL) {
+        dc->fields_limit = (int)v;
     }
-    dc->fields_limit = (int)v;
-    return NULL;
+    return err;
 }
 
 /* Where httpd lets each kind of directive appear; check_context narrows. */

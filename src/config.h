@@ -31,6 +31,7 @@ typedef struct {
 #define MM_UNSET                (-1)
 #define MM_DEFAULT_BODY_LIMIT   (8 * 1024 * 1024)
 #define MM_DEFAULT_FIELDS_LIMIT 1000
+#define MM_MAX_FIELDS_LIMIT     1000000 /* mrubyFormFieldsLimit's maximum */
 
 /* The limits in effect for a request (the defaults where unset). */
 apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc);
