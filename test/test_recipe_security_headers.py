@@ -1,6 +1,6 @@
 """Recipe docs/recipes/security-headers: the header policy set in Fixups
 reaches pages, error pages and redirects, once each, with the per-path
-exceptions."""
+and per-site exceptions."""
 
 import pytest
 
@@ -113,3 +113,32 @@ def test_a_local_error_document_has_them(srv):
     r = srv.raw(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     assert (r.status, r.body) == (414, b"too long\n")
     headers_once(r, EVERYWHERE)
+
+
+WITHOUT_HSTS = {name: value for name, value in EVERYWHERE.items() if name != "Strict-Transport-Security"}
+
+
+@pytest.mark.parametrize("data, hsts", [
+    (b"GET /index.html HTTP/1.1\r\nHost: downloads.example.com\r\n\r\n", False),
+    # httpd lowers the host name and drops the port before any script runs
+    (b"GET /index.html HTTP/1.1\r\nHost: DownLoads.Example.COM:8080\r\n\r\n", False),
+    (b"GET http://downloads.example.com/index.html HTTP/1.1\r\nHost: x\r\n\r\n", False),
+    (b"GET /index.html HTTP/1.1\r\nHost: www.example.com\r\n\r\n", True),
+    (b"GET /index.html HTTP/1.1\r\nHost: downloads.example.com.evil\r\n\r\n", True),
+    # HTTP/1.0 may name no host: the policy as is
+    (b"GET /index.html HTTP/1.0\r\n\r\n", True),
+])
+def test_a_site_without_strict_transport_security(srv, data, hsts):
+    r = srv.raw(data)
+    assert (r.status, r.body) == (200, b"home\n")
+    headers_once(r, EVERYWHERE if hsts else WITHOUT_HSTS)
+    if not hsts:
+        assert "Strict-Transport-Security" not in r.headers
+
+
+def test_a_path_exception_on_a_site_exception(srv):
+    r = srv.raw(b"GET /api-docs/ HTTP/1.1\r\nHost: downloads.example.com\r\n\r\n")
+    assert r.status == 200
+    assert "Strict-Transport-Security" not in r.headers
+    assert "Content-Security-Policy" not in r.headers
+    headers_once(r, {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"})

@@ -27,11 +27,21 @@ EXCEPTIONS = [
   ["/api-docs/", { "Content-Security-Policy" => nil }],
 ]
 
+# Where a whole site differs: {host name, in lower case => headers to change}.
+HOSTS = {
+  # Also served over plain http, for clients that cannot do TLS (apt's
+  # mirrors, firmware updaters): a browser that saw HTTPS there must not
+  # be kept to it.
+  "downloads.example.com" => { "Strict-Transport-Security" => nil },
+}
+
 r = Apache::Request.new
 # Subrequests (mod_dir, mod_include, ...) do not make the response.
 return if r.sub_request?
 
 headers = POLICY.dup
+site = HOSTS[r.hostname.to_s]
+headers.merge!(site) if site
 EXCEPTIONS.each do |prefix, changes|
   headers.merge!(changes) if r.uri.start_with?(prefix)
 end
