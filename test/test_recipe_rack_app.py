@@ -4,6 +4,8 @@ not collide, bad input is refused, making links is bounded per address,
 per day and by the size of the form."""
 
 import collections
+import http.client
+import socket
 import concurrent.futures
 import re
 import time
@@ -137,3 +139,27 @@ def test_links_per_day(srv):
     assert r.status == 507 and r.body == b"no more links today\n"
     assert 0 < int(r.headers["Retry-After"]) <= 86400
     assert srv.get(first.headers["Location"]).headers["Location"] == "https://example.com/first"
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+def test_next_request_after_a_form_too_large(srv, chunked):
+    """The rest of a refused form is never taken for a request: httpd
+    closes the connection after a 413 (a status that drops it), so a
+    request sent behind the form gets no answer."""
+    body = b"url=" + b"a" * (4 * MAX_BODY)
+    head = b"POST /links HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    if chunked:
+        size = b"%x\r\n" % (2 * MAX_BODY)
+        data = head + b"Transfer-Encoding: chunked\r\n\r\n" + size + body[:2 * MAX_BODY] + b"\r\n" \
+            + size + body[2 * MAX_BODY:] + b"\r\n0\r\n\r\n"
+    else:
+        data = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    data += b"GET /links/zzzzzz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(data)
+        first = http.client.HTTPResponse(sock, method="POST")
+        first.begin()
+        assert first.status == 413 and first.read() == b"the form is larger than 8192 bytes\n"
+        assert first.getheader("Connection") == "close"
+        assert sock.recv(1) == b""
+    assert not srv.log_lines("AH00566|AH00567|request failed|invalid method")
