@@ -7,6 +7,9 @@ import json
 from httpd import module_httpd
 
 BODY = r"""
+# A proxy on 127.0.0.1 names the client it serves in X-Real-IP.
+RemoteIPHeader X-Real-IP
+RemoteIPInternalProxy 127.0.0.1
 <Location /rack_base>
     mrubyHandlerCode 'class RackTest; def call(env); [200, {"x-hoge" => "foo"}, ["rack body"]]; end; end; run RackTest.new'
 </Location>
@@ -110,7 +113,7 @@ run Proc.new { |env| env["rack.errors"].puts("rack error line"); env["rack.error
 ''',
 }
 
-server = module_httpd("rack", BODY, files=FILES)
+server = module_httpd("rack", BODY, files=FILES, modules=["remoteip"])
 
 
 def test_rack_hash_headers(server):
@@ -241,3 +244,13 @@ def test_rack_errors_goes_to_the_error_log(server):
     line = server.wait_log(r"MRB00400: .*rack error line")[-1]
     assert "errors.rb:2: rack error line" in line
     server.wait_log(r"MRB00400: .*errors.rb:2: second")
+
+
+def test_rack_env_remote_addr_behind_a_proxy(server):
+    """REMOTE_ADDR is the client httpd's CGI variables name, which
+    mod_remoteip takes from a trusted proxy's header."""
+    e = env_of(server, "/rack_env", headers={"X-Real-IP": "203.0.113.7"})
+    assert e["REMOTE_ADDR"] == '"203.0.113.7"'
+    assert int(e["REMOTE_PORT"].strip('"')) > 0
+    assert "HTTP_X_REAL_IP" not in e  # mod_remoteip took it
+    assert env_of(server, "/rack_env")["REMOTE_ADDR"] == '"127.0.0.1"'

@@ -48,7 +48,9 @@ class Apache
         "SERVER_PORT" => c.local_port.to_s,
         "SERVER_ADDR" => c.local_ip.to_s,
         "SERVER_PROTOCOL" => r.protocol.to_s,
-        "REMOTE_ADDR" => c.remote_ip.to_s,
+        # The client as httpd's CGI variables name it: behind a proxy that
+        # mod_remoteip trusts, the address the proxy says it serves.
+        "REMOTE_ADDR" => c.useragent_ip.to_s,
         "REMOTE_PORT" => c.remote_port.to_s,
         "rack.version" => SPEC_VERSION,
         "rack.url_scheme" => r.scheme,
