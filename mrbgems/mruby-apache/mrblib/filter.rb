@@ -21,19 +21,19 @@ class Apache
 
     # The whole response body (output filters in buffer mode only).
     def body
-      mm_whole_body!('body')
+      __whole_body!('body')
       flatten
     end
 
     # Replaces the whole response body (output filters in buffer mode only).
     def body=(str)
-      mm_whole_body!('body=')
+      __whole_body!('body=')
       self.data = str
     end
 
     private
 
-    def mm_whole_body!(name)
+    def __whole_body!(name)
       return if buffered?
       raise RuntimeError, "Apache::Filter##{name} needs the whole body, which only an output filter in " \
                           "buffer mode sees; use #data and #data= for the piece this run sees"

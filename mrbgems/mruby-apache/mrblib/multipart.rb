@@ -21,7 +21,7 @@ class Apache
       delim = "--" + boundary
       pos = body.start_with?(delim) ? 0 : body.index("\r\n" + delim)
       if pos.nil?
-        params.truncated = true unless body.empty?
+        params.__truncated = true unless body.empty?
         return params
       end
       pos += body.start_with?(delim) ? delim.size : delim.size + 2
@@ -30,7 +30,7 @@ class Apache
         break if body[pos, 2] == "--" # the closing delimiter: complete
         eol = body.index("\r\n", pos)
         unless eol && eol - pos <= MAX_HEADER_BYTES
-          params.truncated = true
+          params.__truncated = true
           break
         end
         pos = eol + 2
@@ -40,7 +40,7 @@ class Apache
         else
           hend = body.index("\r\n\r\n", pos)
           if hend.nil? || hend - pos > MAX_HEADER_BYTES
-            params.truncated = true
+            params.__truncated = true
             break
           end
           head = body[pos, hend - pos]
@@ -48,7 +48,7 @@ class Apache
         end
         stop = body.index("\r\n" + delim, data_start)
         if stop.nil? || count >= max_parts
-          params.truncated = true
+          params.__truncated = true
           break
         end
         count += 1
@@ -75,9 +75,9 @@ class Apache
       name = disp["name"]
       return unless name
       if disp.key?("filename")
-        params.add(name, FormFile.new(name, disp["filename"], h["content-type"], h, data))
+        params.__add(name, FormFile.new(name, disp["filename"], h["content-type"], h, data))
       else
-        params.add(name, data)
+        params.__add(name, data)
       end
     end
   end

@@ -4,14 +4,14 @@ class Apache
   # value is an Apache::FormFile. truncated? is true when input was dropped
   # (mrubyFormFieldsLimit, or a malformed multipart body).
   class Params < Hash
-    def self.from_pairs(pairs, truncated = false)
+    def self.__from_pairs(pairs, truncated = false)
       params = new
-      pairs.each { |name, value| params.add(name, value) }
-      params.truncated = true if truncated
+      pairs.each { |name, value| params.__add(name, value) }
+      params.__truncated = true if truncated
       params
     end
 
-    def add(name, value)
+    def __add(name, value)
       (@all ||= {})[name] ||= []
       @all[name] << value
       self[name] = value
@@ -25,7 +25,7 @@ class Apache
       @truncated == true
     end
 
-    def truncated=(flag)
+    def __truncated=(flag)
       @truncated = flag ? true : false
     end
   end

@@ -6,13 +6,13 @@ class Regexp
   IGNORECASE = 1
   EXTENDED = 2
   MULTILINE = 4
-  SPECIAL = "\\^$.|?*+()[]{}-/ \t\n\r\f\v#"
 
   def self.compile(*args)
     new(*args)
   end
 
   def self.escape(str)
+    special = "\\^$.|?*+()[]{}-/#"
     out = ""
     str.to_s.each_char do |c|
       out << case c
@@ -22,7 +22,7 @@ class Regexp
              when "\f" then "\\f"
              when "\v" then "\\v"
              when " " then "\\ "
-             else SPECIAL.include?(c) ? "\\" + c : c
+             else special.include?(c) ? "\\" + c : c
              end
     end
     out
@@ -119,12 +119,12 @@ class MatchData
   alias length size
 
   def begin(n)
-    b = @offsets[index_of(n) * 2]
+    b = @offsets[__index_of(n) * 2]
     b < 0 ? nil : b
   end
 
   def end(n)
-    e = @offsets[index_of(n) * 2 + 1]
+    e = @offsets[__index_of(n) * 2 + 1]
     e < 0 ? nil : e
   end
 
@@ -135,7 +135,7 @@ class MatchData
   def [](n, len = nil)
     return to_a[n, len] if len
     return nil if n.is_a?(Integer) && (n >= size || n < -size)
-    i = index_of(n.is_a?(Integer) && n < 0 ? n + size : n)
+    i = __index_of(n.is_a?(Integer) && n < 0 ? n + size : n)
     b = @offsets[i * 2]
     b < 0 ? nil : @string[b, @offsets[i * 2 + 1] - b]
   end
@@ -180,7 +180,7 @@ class MatchData
 
   private
 
-  def index_of(n)
+  def __index_of(n)
     return n if n.is_a?(Integer) && n >= 0 && n < size
     if n.is_a?(String) || n.is_a?(Symbol)
       i = @regexp.__group_names.index(n.to_s)

@@ -20,7 +20,7 @@ class Apache
     # The query string as Apache::Params (name => value).
     def query_params
       __check
-      @query_params ||= Params.from_pairs(*__query_pairs)
+      @query_params ||= Params.__from_pairs(*__query_pairs)
     end
 
     # The body of a form POST (urlencoded or multipart) as Apache::Params;
@@ -31,7 +31,7 @@ class Apache
         ct = headers_in["Content-Type"].to_s
         type = ct.split(";", 2)[0].to_s.strip.downcase
         if type == "application/x-www-form-urlencoded"
-          Params.from_pairs(*__form_pairs)
+          Params.__from_pairs(*__form_pairs)
         elsif type == "multipart/form-data"
           boundary = Multipart.boundary(ct)
           raise Apache::HTTPError.new(400, "multipart/form-data without a boundary") unless boundary

@@ -43,6 +43,9 @@ assert('Regexp#===, match?, escape, inspect, to_s, ==') do
   assert_false Regexp.new("b") === 5
   assert_true Regexp.new("b").match?("abc")
   assert_equal "a\\.b\\*\\ c\\n", Regexp.escape("a.b* c\n")
+  specials = "\\^$.|?*+()[]{}-/#"
+  assert_equal specials.each_char.map { |c| "\\" + c }.join, Regexp.escape(specials)
+  assert_equal "\\t\\r\\f\\v", Regexp.escape("\t\r\f\v")
   assert_equal "/x/i", Regexp.new("x", Regexp::IGNORECASE).inspect
   assert_equal "(?i-mx:x)", Regexp.new("x", Regexp::IGNORECASE).to_s
   assert_equal Regexp.new("x"), Regexp.new("x")
