@@ -22,7 +22,9 @@ The last tests hold the pages to the module: every directive of
 directives.md is one httpd knows from mod_mruby (and the reverse),
 allowed in the sections its Context row names and only there, and every
 method and constant listed in ruby-api.md exists in the VM (with the
-value the page gives, where it gives one)."""
+value the page gives, where it gives one), and the reverse: every method,
+constant and class the module adds to the VM is listed there or reserved
+(its Reserved names section)."""
 
 import base64
 import concurrent.futures
@@ -30,6 +32,7 @@ import gzip
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -756,6 +759,159 @@ def test_every_documented_method_exists(make_httpd, mpm):
     srv = handler_server(make_httpd, mpm, "doc-methods", script, conf="mrubyCache shmcb\n",
                          modules=("socache_shmcb",))
     assert srv.ok("/x").text == ""
+
+
+# Lists, one "owner kind name" a line, what the VM it runs in defines: for
+# each class and module reachable from Object through constants, its own
+# instance methods ("#"), singleton methods (".") and constants ("::", or
+# "module" with the full name for a class or module), and the top-level
+# object's singleton methods (owner "main"). It defines nothing itself.
+WALK = r"""
+constants = Module.instance_method(:constants)
+out = []
+seen = {}
+todo = [Object]
+until todo.empty?
+  mod = todo.shift
+  next if seen[mod.object_id]
+  seen[mod.object_id] = true
+  path = mod.name
+  mod.instance_methods(false).each { |n| out << "#{path} # #{n}" }
+  mod.singleton_methods(false).each { |n| out << "#{path} . #{n}" }
+  # Module#constants: Module and Class have a class method of that name
+  # (Ruby's list of every constant, unimplemented in mruby).
+  constants.bind(mod).call(false).sort.each do |c|
+    v = mod.const_get(c)
+    if v.is_a?(Module)
+      out << "#{path} module #{v.name}"
+      todo << v
+    else
+      out << "#{path} :: #{c}"
+    end
+  end
+end
+singleton_methods(false).each { |n| out << "main . #{n}" }
+out << "version - #{MRUBY_VERSION}"
+text = out.uniq.sort.join("\n")
+Object.const_defined?(:Apache) ? Apache.rputs(text) : puts(text)
+"""
+
+MRUBY = shutil.which("mruby")
+
+
+def walked(text):
+    return {tuple(line.split(" ", 2)) for line in text.splitlines()}
+
+
+def module_names(make_httpd):
+    """(owner, kind, name) for what the module's VM defines beyond what
+    mruby's own VM does: the walk's lines in a handler less its lines in
+    the `mruby` binary (the same mruby 3.1 with the same standard gems).
+    Core classes the module reopens (String, Kernel) count with the
+    methods the module adds to them only; a core method it redefines
+    under the same name (String#sub) is not told apart by name, and is
+    listed by the Regexp section."""
+    base = subprocess.run([MRUBY, "-e", WALK], capture_output=True, text=True, timeout=60)
+    assert base.returncode == 0, base.stderr
+    srv = handler_server(make_httpd, "prefork", "doc-names", WALK, conf="mrubyCache shmcb\n",
+                         modules=("socache_shmcb",))
+    vm, core = walked(srv.ok("/x").text), walked(base.stdout)
+    version = ("version", "-")
+    assert {n for o, k, n in vm if (o, k) == version} == {n for o, k, n in core if (o, k) == version}
+    return vm - core
+
+
+def reserved_modules():
+    """The modules the Reserved names section calls internal helpers."""
+    text = section("ruby-api.md", "Reserved names")
+    listed = re.search(r"The modules (.*?) are internal", text, re.S)
+    assert listed, "no list of internal modules under Reserved names"
+    return set(re.findall(r"`(Apache::\w+)`", listed.group(1)))
+
+
+def documented_names():
+    """(owner, kind, name) for what ruby-api.md documents, as the walk
+    writes it, and the constant families it names ("`HTTP_OK`, ..." and
+    "`Apache::Finfo::APR_*`") as (owner, prefix)."""
+    names = set()
+    for kind, recv, name in documented_methods():
+        if recv == "self":
+            names.add(("Kernel", "#", name))
+        elif recv == "Apache::Cache.default":
+            names.add(("Apache::Cache", "#", name))
+        else:
+            names.add((recv, "#" if kind == "instance" else ".", name))
+    names |= {(recv, "::", name) for _, recv, name, _ in documented_constants()}
+    text = page("ruby-api.md")
+    # Methods named with their class in the text: `Apache::HTTPError#status`.
+    method = r"[a-z_]\w*[?!=]?|\[\]=?|<<|==|=~"
+    for owner, sep, name in re.findall(r"`([A-Z]\w*(?:::[A-Z]\w*)*)([#.])(%s)" % method, text):
+        names.add((owner, sep, name))
+    # Lists in sentences: Server's setters, FormFile's readers, rack.errors.
+    lists = [
+        ("Apache::Server", r"setters\s+\(([^)]*)\)", section("ruby-api.md", "Apache::Server")),
+        ("Apache::FormFile", r"`Apache::FormFile`:\s+(.*?)\.\s", section("ruby-api.md", "Query and form fields")),
+        ("Apache::Rack::Errors", r"`rack\.errors`\s+\(([^)]*)\)", section("ruby-api.md", "Rack")),
+    ]
+    for owner, pattern, where in lists:
+        found = re.search(pattern, where, re.S)
+        assert found, "%s: no list %r" % (owner, pattern)
+        names |= {(owner, "#", n) for n in re.findall(r"`(%s)`" % method, found.group(1))}
+    regexp = section("ruby-api.md", "Regexp and MatchData")
+    names |= {("Regexp", "::", n) for n in re.findall(r"`(?:Regexp::)?([A-Z]+)`", regexp)}
+    # Classes and modules: named in backquotes, or by a heading (the
+    # tables' names them all).
+    path = r"[A-Z]\w*(?:::[A-Z]\w*)*"
+    names |= {("module", p) for p in re.findall(r"`(%s)" % path, text)}
+    titles = [t for _, _, t in headings(text.splitlines())]
+    names |= {("module", t) for t in titles if re.fullmatch(path, t)}
+    tables = [t for t in titles if t.startswith("Apache::Headers_in, ")]
+    assert len(tables) == 1
+    names |= {("module", "Apache::" + n.strip()) for n in tables[0].split(",")}
+    constants = section("ruby-api.md", "Constants")
+    names |= {("family", "Apache", p) for p in re.findall(r"`([A-Z]+_)[A-Z0-9_]*`,? \.\.\.", constants)}
+    names |= {("family", o, p) for o, p in re.findall(r"`(Apache::\w+)::([A-Z]+_)\*`", constants)}
+    return names
+
+
+def undocumented(defined, documented, reserved):
+    """What of `defined` ruby-api.md neither lists nor reserves. A name
+    that starts with `__` is reserved, and so is all of a module the page
+    calls internal; `new`, `initialize` and `initialize_copy` are Ruby's
+    constructor and copy hooks, documented with their class. A method a
+    class or module defines both for itself and for its instances is one
+    API, documented by either (Apache::Cache's class methods use the
+    default cache; Apache::Async.sleep is a module function)."""
+    out = []
+    for owner, kind, name in sorted(defined):
+        if name.startswith("__") or owner in reserved or (owner, kind) == ("version", "-"):
+            continue
+        if kind in "#." and name in ("new", "initialize", "initialize_copy"):
+            continue
+        if kind == "module":
+            ok = name in reserved or ("module", name) in documented
+        elif kind == "::":
+            ok = (owner, kind, name) in documented or any(
+                d[0] == "family" and d[1] == owner and name.startswith(d[2]) for d in documented)
+        else:
+            other = "." if kind == "#" else "#"
+            ok = (owner, kind, name) in documented or (
+                (owner, other, name) in defined and (owner, other, name) in documented)
+        if not ok:
+            out.append("%s %s %s" % (owner, kind, name))
+    return out
+
+
+@pytest.mark.skipif(MRUBY is None, reason="needs the mruby binary (Debian package mruby) for core's names")
+def test_every_public_name_is_documented(make_httpd):
+    """The reverse of the test above: every method, constant, class and
+    module the module adds to the VM (core's own left out) is listed by
+    ruby-api.md or reserved (Reserved names): a new public method needs
+    its entry."""
+    defined = module_names(make_httpd)
+    assert ("Apache::Request", "#", "uri") in defined and ("String", "#", "scan") in defined
+    assert not any(o == "String" and n == "upcase" for o, _, n in defined)  # core's
+    assert undocumented(defined, documented_names(), reserved_modules()) == []
 
 
 # Arguments that make each directive valid, for the context test: a
