@@ -1,11 +1,15 @@
 /* filter_in.c: the input filters: `mruby` (the section's mrubyInputFilter
  * script) and the named ones (mrubyInputFilterNamed). They transform the
  * request body chunk by chunk as the handler (or mod_proxy) reads it: each
- * read from below is one run of the script, whose output is handed up in
- * pieces no larger than the reader asked for. A script can refuse the body
- * with an HTTP status (error_create), which answers the request the way
- * httpd's own body reader does (an error bucket, then AP_FILTER_ERROR to
- * the reader). */
+ * read from below is one run of the script, whose output waits in the
+ * filter until a reader takes it. Every way of reading a body gets that
+ * output and nothing else: a read of bytes (AP_MODE_READBYTES) at most as
+ * many as it asked for, a line read (AP_MODE_GETLINE) up to and including
+ * the next LF of the output, a peek (AP_MODE_SPECULATIVE) copies that the
+ * next read gets again, an exhaustive read (AP_MODE_EXHAUSTIVE) all of it.
+ * A script can refuse the body with an HTTP status (error_create), which
+ * answers the request the way httpd's own body reader does (an error
+ * bucket, then AP_FILTER_ERROR to this and every later reader). */
 
 #include <string.h>
 
@@ -90,6 +94,7 @@ static apr_status_t read_and_run(ap_filter_t *f, in_ctx_t *ctx, apr_read_type_e 
 {
     request_rec *r = f->r;
     mm_filter_run_t run;
+    apr_bucket *e, *next;
     apr_status_t rv;
     int status;
 
@@ -116,6 +121,15 @@ static apr_status_t read_and_run(ap_filter_t *f, in_ctx_t *ctx, apr_read_type_e 
         apr_table_unset(r->headers_in, "Content-Length");
         apr_table_unset(r->headers_in, "Content-MD5");
     }
+    /* What holds no bytes (an empty run leaves a bucket) goes: in pending
+     * the EOS must come right after the last byte, or a reader of lines
+     * or bytes would be handed nothing, never the end. */
+    for (e = APR_BRIGADE_FIRST(ctx->work); e != APR_BRIGADE_SENTINEL(ctx->work); e = next) {
+        next = APR_BUCKET_NEXT(e);
+        if (e->length == 0) {
+            apr_bucket_delete(e);
+        }
+    }
     /* Buckets from below may point into the connection's buffers: they
      * are set aside before the reader's next call can reuse them. */
     rv = ap_save_brigade(f, &ctx->pending, &ctx->work, r->pool);
@@ -132,11 +146,11 @@ static apr_status_t read_and_run(ap_filter_t *f, in_ctx_t *ctx, apr_read_type_e 
     return rv;
 }
 
-/* Hands up at most readbytes of pending (and the EOS, if it comes next). */
-static apr_status_t hand_up(in_ctx_t *ctx, apr_bucket_brigade *bb, apr_off_t readbytes)
+/* Hands up at most n bytes of pending (and the EOS, if it comes next). */
+static apr_status_t hand_up(in_ctx_t *ctx, apr_bucket_brigade *bb, apr_off_t n)
 {
     apr_bucket *after;
-    apr_status_t rv = apr_brigade_partition(ctx->pending, readbytes, &after);
+    apr_status_t rv = apr_brigade_partition(ctx->pending, n, &after);
 
     if (rv != APR_SUCCESS && rv != APR_INCOMPLETE) {
         return rv;
@@ -156,11 +170,112 @@ static apr_status_t hand_up(in_ctx_t *ctx, apr_bucket_brigade *bb, apr_off_t rea
     return APR_SUCCESS;
 }
 
+/* Hands up copies of at most n bytes of pending, which stays as it is.
+ * Like httpd's core filter, a peek never gets the EOS: once only the EOS
+ * is left, it gets APR_EOF. */
+static apr_status_t hand_up_copies(in_ctx_t *ctx, apr_bucket_brigade *bb, apr_off_t n)
+{
+    apr_bucket *after, *e;
+    apr_status_t rv = apr_brigade_partition(ctx->pending, n, &after);
+
+    if (rv != APR_SUCCESS && rv != APR_INCOMPLETE) {
+        return rv;
+    }
+    if (APR_BUCKET_IS_EOS(APR_BRIGADE_FIRST(ctx->pending))) {
+        return APR_EOF;
+    }
+    for (e = APR_BRIGADE_FIRST(ctx->pending); e != after && !APR_BUCKET_IS_EOS(e); e = APR_BUCKET_NEXT(e)) {
+        apr_bucket *copy;
+
+        if ((rv = apr_bucket_copy(e, &copy)) != APR_SUCCESS) {
+            return rv;
+        }
+        APR_BRIGADE_INSERT_TAIL(bb, copy);
+    }
+    return APR_SUCCESS;
+}
+
+/* Whether pending holds a whole line: its first LF, max bytes without
+ * one, or the last bytes before the EOS; *n is that line's length. */
+static int first_line(in_ctx_t *ctx, apr_off_t max, apr_off_t *n)
+{
+    apr_bucket *e;
+
+    *n = 0;
+    for (e = APR_BRIGADE_FIRST(ctx->pending); e != APR_BRIGADE_SENTINEL(ctx->pending);
+         e = APR_BUCKET_NEXT(e)) {
+        const char *data, *lf;
+        apr_size_t len;
+
+        if (APR_BUCKET_IS_EOS(e)) {
+            return 1;
+        }
+        if (apr_bucket_read(e, &data, &len, APR_BLOCK_READ) != APR_SUCCESS) {
+            return 1; /* hand_up meets the failure again and says so */
+        }
+        if ((apr_off_t)len > max - *n) {
+            len = (apr_size_t)(max - *n);
+        }
+        if ((lf = memchr(data, APR_ASCII_LF, len)) != NULL) {
+            *n += lf - data + 1;
+            return 1;
+        }
+        if ((*n += (apr_off_t)len) >= max) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether pending holds what a read of mode wants: a whole line for a
+ * line read, the end of the body for an exhaustive one, anything for the
+ * others; *n is how much of it that read takes. */
+static int enough(in_ctx_t *ctx, ap_input_mode_t mode, apr_off_t readbytes, apr_off_t *n)
+{
+    *n = readbytes;
+    switch (mode) {
+    case AP_MODE_GETLINE:
+        /* As long a line as httpd's core filter hands up, or as the reader
+         * asked for if that is less. */
+        return first_line(ctx, readbytes > 0 && readbytes < HUGE_STRING_LEN ? readbytes : HUGE_STRING_LEN, n);
+    case AP_MODE_EXHAUSTIVE:
+        return ctx->ended;
+    default:
+        return !APR_BRIGADE_EMPTY(ctx->pending);
+    }
+}
+
+/* Reads from below and runs the script until pending holds what a read of
+ * mode wants, or the body ended. A non-blocking read that runs the script
+ * once without getting there answers APR_EAGAIN (the output waits). */
+static apr_status_t fill(ap_filter_t *f, in_ctx_t *ctx, ap_input_mode_t mode, apr_read_type_e block,
+                         apr_off_t readbytes, apr_off_t *n)
+{
+    /* A line read usually asks for no size: it reads in httpd's chunks. */
+    apr_off_t below = mode == AP_MODE_READBYTES || readbytes > 0 ? readbytes : AP_IOBUFSIZE;
+
+    while (!enough(ctx, mode, readbytes, n) && !ctx->ended) {
+        apr_status_t rv;
+        int got;
+
+        rv = read_and_run(f, ctx, block, below, &got);
+        if (rv != APR_SUCCESS || !got) {
+            return rv; /* an error, or nothing from below: say so up */
+        }
+        if (block == APR_NONBLOCK_READ && !enough(ctx, mode, readbytes, n)) {
+            return APR_EAGAIN; /* the script kept it, or not enough yet */
+        }
+    }
+    return APR_SUCCESS;
+}
+
 static apr_status_t in_filter(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_mode_t mode,
                               apr_read_type_e block, apr_off_t readbytes, const mm_slot_script_t *slot)
 {
     in_ctx_t *ctx = f->ctx;
     request_rec *r = f->r;
+    apr_status_t rv;
+    apr_off_t n;
 
     if (ctx == NULL) {
         /* A request without a body (a GET, whose empty body httpd still
@@ -181,33 +296,40 @@ static apr_status_t in_filter(ap_filter_t *f, apr_bucket_brigade *bb, ap_input_m
         ctx->work = apr_brigade_create(r->pool, f->c->bucket_alloc);
         ctx->pending = apr_brigade_create(r->pool, f->c->bucket_alloc);
     }
-    /* Only body reads are transformed; peeks and line reads of a body are
-     * not something a request handler does. */
-    if (mode != AP_MODE_READBYTES) {
+    /* AP_MODE_EATCRLF and AP_MODE_INIT are not reads of the body: httpd
+     * uses them on the connection, between or before requests, so the
+     * next filter answers them. */
+    if (mode == AP_MODE_EATCRLF || mode == AP_MODE_INIT) {
         return ap_get_brigade(f->next, bb, mode, block, readbytes);
     }
     if (ctx->failed) {
         return ctx->failed_rv;
     }
-    while (APR_BRIGADE_EMPTY(ctx->pending)) {
-        apr_status_t rv;
-        int got;
-
-        if (ctx->ended) {
-            /* Asked again after the end: the end again, as httpd's own
-             * body reader answers. */
-            APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(f->c->bucket_alloc));
-            return APR_SUCCESS;
-        }
-        rv = read_and_run(f, ctx, block, readbytes, &got);
-        if (rv != APR_SUCCESS || !got) {
-            return rv; /* an error, or nothing from below: say so up */
-        }
-        if (APR_BRIGADE_EMPTY(ctx->pending) && block == APR_NONBLOCK_READ) {
-            return APR_EAGAIN; /* the script kept it all; come back */
-        }
+    rv = fill(f, ctx, mode, block, readbytes, &n);
+    if (rv != APR_SUCCESS) {
+        return rv;
     }
-    return hand_up(ctx, bb, readbytes);
+    if (APR_BRIGADE_EMPTY(ctx->pending)) {
+        if (!ctx->ended) {
+            return APR_SUCCESS; /* nothing from below: nothing up */
+        }
+        if (mode == AP_MODE_SPECULATIVE) {
+            return APR_EOF;
+        }
+        /* Asked again after the end: the end again, as httpd's own body
+         * reader answers. */
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(f->c->bucket_alloc));
+        return APR_SUCCESS;
+    }
+    switch (mode) {
+    case AP_MODE_SPECULATIVE:
+        return hand_up_copies(ctx, bb, readbytes);
+    case AP_MODE_EXHAUSTIVE:
+        APR_BRIGADE_CONCAT(bb, ctx->pending);
+        return APR_SUCCESS;
+    default:
+        return hand_up(ctx, bb, n);
+    }
 }
 
 /* `mruby`: the script of the request's section. */
