@@ -42,17 +42,26 @@ def install(packages, log):
     return missing_packages(missing)
 
 
-def build_floor_module(apxs, build_dir, log):
-    """Builds mod_bench_hello.so with apxs (which compiles next to its
-    source, hence the copy into build_dir) and returns its path."""
+def build_module(apxs, src, build_dir):
+    """Builds the one-file httpd module src with apxs (which compiles next
+    to its source, hence the copy into build_dir), unless build_dir holds
+    one newer than src; returns the .so's path. Raises RuntimeError with
+    apxs's output when it fails."""
     os.makedirs(build_dir, exist_ok=True)
-    src = os.path.join(BENCH_DIR, "mod_bench_hello.c")
-    so = os.path.join(build_dir, ".libs", "mod_bench_hello.so")
+    name = os.path.basename(src)
+    so = os.path.join(build_dir, ".libs", os.path.splitext(name)[0] + ".so")
     if os.path.exists(so) and os.path.getmtime(so) >= os.path.getmtime(src):
         return so
     shutil.copy(src, build_dir)
-    p = subprocess.run([apxs, "-c", "mod_bench_hello.c"], cwd=build_dir, capture_output=True, text=True)
+    p = subprocess.run([apxs, "-c", name], cwd=build_dir, capture_output=True, text=True)
     if p.returncode != 0 or not os.path.exists(so):
-        raise RuntimeError("apxs could not build the C floor module:\n" + p.stdout + p.stderr)
-    log("bench: built %s" % so)
+        raise RuntimeError("apxs could not build %s:\n%s%s" % (name, p.stdout, p.stderr))
+    return so
+
+
+def build_floor_module(apxs, build_dir, log):
+    """Builds mod_bench_hello.so (the C floor) into build_dir and returns
+    its path."""
+    so = build_module(apxs, os.path.join(BENCH_DIR, "mod_bench_hello.c"), build_dir)
+    log("bench: C floor module %s" % so)
     return so
