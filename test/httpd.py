@@ -434,16 +434,16 @@ class Httpd:
     def log_lines(self, pattern):
         return [line for line in self.error_log().splitlines() if re.search(pattern, line)]
 
-    def wait_log(self, pattern, timeout=10):
+    def wait_log(self, pattern, timeout=10, count=1):
         """The error log is written by the children asynchronously to the
-        response: wait for a line matching pattern."""
+        response: wait for count lines matching pattern; returns them all."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             lines = self.log_lines(pattern)
-            if lines:
+            if len(lines) >= count:
                 return lines
             time.sleep(0.05)
-        raise AssertionError("no error log line matches %r:\n%s" % (pattern, self.error_log()))
+        raise AssertionError("fewer than %d error log lines match %r:\n%s" % (count, pattern, self.error_log()))
 
 
 def assert_blocks_keep_their_runs(srv, path, runs=30):

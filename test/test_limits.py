@@ -90,10 +90,7 @@ def stack_error_logged(server, path):
     """GETs path, which overflows the stack: the log line it gets."""
     before = len(server.log_lines(r"raised SystemStackError"))
     assert server.get(path).status == 500
-    deadline = time.time() + 10
-    while len(server.log_lines(r"raised SystemStackError")) == before and time.time() < deadline:
-        time.sleep(0.05)
-    return server.log_lines(r"raised SystemStackError")[-1]
+    return server.wait_log(r"raised SystemStackError", count=before + 1)[-1]
 
 
 def test_each_endless_recursion_is_logged_where_it_happened(server):
@@ -214,10 +211,7 @@ def test_a_script_does_not_change_the_errors_mruby_shares(make_httpd, mpm):
         for path in ("/recurse", "/no_memory"):
             assert srv.get(path).status == 500
     pattern = r"MRB00030: Handler script .* raised (SystemStackError|NoMemoryError)"
-    deadline = time.time() + 10
-    while len(srv.log_lines(pattern)) < 8 and time.time() < deadline:
-        time.sleep(0.05)
-    lines = srv.log_lines(pattern)
+    lines = srv.wait_log(pattern, count=8)
     assert len(lines) == 8
     for line in lines:
         assert re.search(r"raised SystemStackError at .*: stack level too deep \[backtrace: .*:\d+:in deeper|"
