@@ -28,6 +28,7 @@
 
 #include "code.h"
 #include "mod_mruby.h"
+#include "verify.h"
 
 APLOG_USE_MODULE(mruby);
 
@@ -40,6 +41,9 @@ APLOG_USE_MODULE(mruby);
  * this line, errors and backtraces name wrong lines. Documented in
  * docs/directives.md. */
 #define MM_SCRIPT_MAX_LINE 65535
+
+/* Room for why an image did not load. */
+#define MM_LOAD_WHY 256
 
 /* One file's compiled image, shared by the threads of a process. */
 typedef struct {
@@ -190,6 +194,8 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
 typedef struct {
     const uint8_t *bin;
     size_t len;
+    char *why; /* why it was refused */
+    size_t why_len;
 } mm_load_t;
 
 static mrb_value load_body(mrb_state *mrb, void *ud)
@@ -199,6 +205,17 @@ static mrb_value load_body(mrb_state *mrb, void *ud)
     struct RProc *proc;
 
     if (irep == NULL) {
+        snprintf(l->why, l->why_len, "invalid or incompatible mruby bytecode");
+        return mrb_nil_value();
+    }
+    /* mruby's VM trusts every index in the code: a damaged file must not
+     * run (verify.c). */
+    if (!mm_verify_irep(irep, l->why, l->why_len)) {
+        char detail[160];
+
+        snprintf(detail, sizeof detail, "%s", l->why);
+        snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
+        mrb_irep_decref(mrb, irep);
         return mrb_nil_value();
     }
     proc = mrb_proc_new(mrb, irep);
@@ -208,13 +225,16 @@ static mrb_value load_body(mrb_state *mrb, void *ud)
 }
 
 /* Loads a RITE image (copied: the image may be freed afterwards). Returns
- * the proc, protected in the GC arena, or NULL. */
-static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len)
+ * the proc, protected in the GC arena, or NULL with why it failed in why
+ * (why_len bytes). */
+static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len, char *why, size_t why_len)
 {
-    mm_load_t l = {bin, len};
+    mm_load_t l = {bin, len, why, why_len};
     mrb_bool raised = FALSE;
-    mrb_value v = mrb_protect_error(mrb, load_body, &l, &raised);
+    mrb_value v;
 
+    snprintf(why, why_len, "cannot load its bytecode");
+    v = mrb_protect_error(mrb, load_body, &l, &raised);
     return (raised || mrb_nil_p(v)) ? NULL : mrb_proc_ptr(v);
 }
 
@@ -310,9 +330,11 @@ static int image_lookup(mrb_state *mrb, const char *path, const mm_stamp_t *stam
     if (im && stamp_eq(&im->stamp, stamp)) {
         found = 1;
         if (im->bin) {
-            *proc = load(mrb, im->bin, im->bin_len);
+            char why[MM_LOAD_WHY];
+
+            *proc = load(mrb, im->bin, im->bin_len, why, sizeof why);
             if (*proc == NULL) {
-                *err = apr_psprintf(p, "%s: cannot load its bytecode", path);
+                *err = apr_psprintf(p, "%s: %s", path, why);
             }
         } else {
             *err = apr_pstrdup(p, im->error);
@@ -350,9 +372,11 @@ static struct RProc *compile_file(mrb_state *mrb, server_rec *s, const char *pat
     }
     stamp_of(stamp, &fi);
     if (is_rite(src, len)) {
-        proc = load(mrb, (const uint8_t *)src, len);
+        char why[MM_LOAD_WHY];
+
+        proc = load(mrb, (const uint8_t *)src, len, why, sizeof why);
         if (proc == NULL) {
-            *err = apr_psprintf(p, "%s: invalid or incompatible mruby bytecode", path);
+            *err = apr_psprintf(p, "%s: %s", path, why);
         } else {
             bin = copy_to_malloc(src, len);
             bin_len = len;
@@ -464,9 +488,11 @@ mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *
     }
     l = &vm->loaded[script->id];
     if (l->proc == NULL) {
-        proc = load(vm->mrb, script->bin, script->bin_len);
+        char why[MM_LOAD_WHY];
+
+        proc = load(vm->mrb, script->bin, script->bin_len, why, sizeof why);
         if (proc == NULL) {
-            *err = apr_psprintf(p, "%s: cannot load its bytecode", script->name);
+            *err = apr_psprintf(p, "%s: %s", script->name, why);
             return NULL;
         }
         keep_loaded(vm, l, proc);
@@ -549,10 +575,11 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
     }
     ai = mrb_gc_arena_save(mrb);
     if (file && is_rite(src, len)) {
-        if (load(mrb, (const uint8_t *)src, len) == NULL) {
+        char why[MM_LOAD_WHY];
+
+        if (load(mrb, (const uint8_t *)src, len, why, sizeof why) == NULL) {
             mrb_gc_arena_restore(mrb, ai);
-            return apr_psprintf(cmd->pool, "%s: %s: invalid or incompatible mruby bytecode", cmd->cmd->name,
-                                name);
+            return apr_psprintf(cmd->pool, "%s: %s: %s", cmd->cmd->name, name, why);
         }
         s->bin = apr_pmemdup(cmd->pool, src, len);
         s->bin_len = len;

@@ -1,0 +1,163 @@
+"""mruby bytecode files (mrbc output) are checked before they run: a damaged
+one is refused with what is wrong in it, mrbc's own output always passes."""
+
+import glob
+import os
+import re
+import struct
+import subprocess
+
+import pytest
+
+from httpd import module_httpd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+OPS_H = "/usr/include/mruby/ops.h"
+
+SCRIPT = 's = "hello"\nif s.size > 3\n  Apache.rputs s\nend\ndef shout(x) x.upcase end\n'
+
+server = module_httpd("bytecode", "AddHandler mruby-script .mrb\n")
+
+
+def opcodes():
+    if not os.path.exists(OPS_H):
+        pytest.skip("no %s (libmruby-dev)" % OPS_H)
+    with open(OPS_H) as f:
+        names = re.findall(r"^OPCODE\((\w+),", f.read(), re.M)
+    return {name: i for i, name in enumerate(names)}
+
+
+def compile_rb(tmp_path, source, name="script"):
+    src = tmp_path / (name + ".rb")
+    src.write_text(source)
+    out = tmp_path / (name + ".mrb")
+    subprocess.run(["mrbc", "-o", str(out), str(src)], check=True)
+    return bytearray(out.read_bytes())
+
+
+# A RITE image: a 20-byte header, the IREP section's 12-byte header, then
+# the top irep's record: size, nlocals, nregs, rlen, clen, ilen, the code.
+ISEQ = 48
+
+
+def code(image):
+    nregs = struct.unpack(">H", image[38:40])[0]
+    ilen = struct.unpack(">I", image[44:48])[0]
+    return nregs, bytes(image[ISEQ:ISEQ + ilen])
+
+
+def find(image, op_name, ops):
+    """Offset in the image of the first instruction op_name of the top irep
+    (the script above has no OP_EXTn, so every instruction is short)."""
+    sizes = {"Z": 0, "B": 1, "BB": 2, "BBB": 3, "BS": 3, "BSS": 5, "S": 2, "W": 3}
+    with open(OPS_H) as f:
+        formats = re.findall(r"^OPCODE\(\w+,\s*(\w+)\)", f.read(), re.M)
+    _, iseq = code(image)
+    pos = 0
+    while pos < len(iseq):
+        if iseq[pos] == ops[op_name]:
+            return ISEQ + pos
+        pos += 1 + sizes[formats[iseq[pos]]]
+    raise AssertionError("no OP_%s in the script's code" % op_name)
+
+
+def damaged(tmp_path):
+    """(name, image, what the error log says) for one damaged byte each."""
+    ops = opcodes()
+    good = compile_rb(tmp_path, SCRIPT)
+    nregs, _ = code(good)
+    cases = []
+
+    def case(name, at, value, why):
+        image = bytearray(good)
+        image[at] = value
+        cases.append((name, bytes(image), why))
+
+    case("opcode", ISEQ, 240, r"unknown instruction 240 at byte 0")
+    string = find(good, "STRING", ops)
+    case("register", string + 1, 200,
+         r"OP_STRING at byte 0: register 200 is outside its frame of %d registers" % nregs)
+    case("literal", string + 2, 77, r"OP_STRING at byte 0: literal 77 of 1")
+    send = find(good, "SEND", ops)
+    case("symbol", send + 2, 99, r"OP_SEND at byte %d: symbol 99 of \d+" % (send - ISEQ))
+    jump = find(good, "JMPNOT", ops)
+    case("jump", jump + 2, 127, r"OP_JMPNOT at byte %d: jumps to byte \d+, outside the code" % (jump - ISEQ))
+    case("into an instruction", jump + 3, good[jump + 3] + 1,
+         r"the jump at byte %d goes to byte \d+, not to the start of an instruction" % (jump - ISEQ))
+    method = find(good, "METHOD", ops)
+    case("method", method + 1, good[method + 1] + 1,
+         r"OP_DEF at byte \d+: its registers do not hold the class and method just made")
+    return good, cases
+
+
+def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_path):
+    good, cases = damaged(tmp_path)
+    server.write("htdocs/good.mrb", bytes(good))
+    assert server.get("/good.mrb").body == b"hello"
+    for i, (name, image, why) in enumerate(cases):
+        server.write("htdocs/bad%d.mrb" % i, image)
+        for _ in range(3):  # each VM that meets it refuses it
+            r = server.get("/bad%d.mrb" % i)
+            assert r.status == 500, name
+            assert b"hello" not in r.body, name
+        server.wait_log(r"MRB00020: .*bad%d\.mrb: invalid mruby bytecode: %s" % (i, why))
+        assert server.get("/good.mrb").body == b"hello", name
+    assert not [line for line in server.error_log().splitlines() if server.is_crash_line(line)]
+
+
+def test_a_repaired_file_is_served(server, tmp_path):
+    good, cases = damaged(tmp_path)
+    server.write("htdocs/repaired.mrb", cases[1][1])
+    assert server.get("/repaired.mrb").status == 500
+    server.write("htdocs/repaired.mrb", bytes(good))  # a new file: a new stamp
+    assert server.get("/repaired.mrb").body == b"hello"
+
+
+def test_damaged_bytecode_fails_configtest(make_httpd, mpm, tmp_path):
+    _, cases = damaged(tmp_path)
+    srv = make_httpd("bytecode-config", mpm)
+    name, image, why = cases[2]
+    srv.write("scripts/bad.mrb", image)
+    code_, out = srv.configtest("""
+<Location /bad>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/bad.mrb cache
+</Location>
+""")
+    assert code_ != 0, out
+    assert re.search(r"mrubyHandler: .*bad\.mrb: invalid mruby bytecode: %s" % why, out), out
+
+
+def ruby_sources():
+    """The project's Ruby, and mruby's own tests when its source is here
+    (the source build fetches it)."""
+    files = [os.path.join(TOP, f) for f in subprocess.run(
+        ["git", "-C", TOP, "ls-files", "*.rb", "*.mrb"], capture_output=True, text=True).stdout.split()]
+    files += sorted(glob.glob(os.path.join(TOP, "build/mruby-src/mruby-*/test/t/*.rb")))
+    files += sorted(glob.glob(os.path.join(TOP, "build/mruby-src/mruby-*/mrbgems/*/test/*.rb")))
+    sources = []
+    for f in files:
+        if os.path.isfile(f):
+            with open(f, "rb") as fh:
+                if fh.read(4) != b"RITE":
+                    sources.append(f)
+    return sources
+
+
+def test_mrbc_output_always_passes(make_httpd, tmp_path):
+    sources = ruby_sources()
+    srv = make_httpd("bytecode-corpus", "event")
+    locations = []
+    compiled = 0
+    for i, src in enumerate(sources):
+        for debug in ([], ["-g"]):
+            out = srv.path("scripts/%d%s.mrb" % (i, "g" if debug else ""))
+            if subprocess.run(["mrbc"] + debug + ["-o", out, src], capture_output=True).returncode:
+                continue  # mruby's tests of features this mrbc lacks
+            compiled += 1
+            locations.append("<Location /c%d%s>\n    SetHandler mruby-native-script\n"
+                             "    mrubyHandler %s cache\n</Location>\n" % (i, "g" if debug else "", out))
+    assert compiled >= 60, sources  # the project's own Ruby, with and without debug info
+    code_, out = srv.configtest("".join(locations))
+    assert code_ == 0 and "Syntax OK" in out, out
