@@ -9,11 +9,16 @@
  * the VM assumes of each instruction; mrbc's output always passes them
  * (test_bytecode.py compiles a corpus and checks that it does).
  *
- * What they cannot see is the type of a value at run time: the VM also
- * trusts that an instruction which appends to an array finds one. The
- * register a class body runs on is checked (it is the one the instruction
- * before made a class), the others are not: bytecode stays trusted input
- * (docs/directives.md), the checks turn the likely damage into a refusal. */
+ * The VM also trusts the kind of value some instructions find in a
+ * register: OP_STRCAT appends to a String, OP_ARYPUSH to an Array, OP_DEF
+ * defines a method body in a class. The instructions that take a value
+ * without looking are checked: OP_DEF and OP_EXEC by the instruction just
+ * before them; OP_STRCAT, OP_INTERN, OP_ARYPUSH, OP_ARYCAT, OP_RAISEIF and
+ * a call with its arguments packed in an Array by a second pass that
+ * follows what each register may hold along every path (kinds()).
+ * The rest of the VM's instructions look at what they get. Bytecode stays
+ * trusted input (docs/directives.md): mruby's loader reads the file before
+ * any of this, and trusts it. */
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -269,7 +274,6 @@ static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const i
     case OP_MOVE:
     case OP_RESCUE:
     case OP_AREF:
-    case OP_ASET:
         return regs(v, in, a > b ? a : b);
     case OP_LOADL:
         return regs(v, in, a) && pool(v, in, b, 0);
@@ -399,7 +403,7 @@ static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const i
         }
         v->starts[in->pos] = 2;
         return regs(v, in, a) && rep(v, in, b);
-    default: /* OP_CALL (only in Proc#call's own code), OP_DEBUG */
+    default: /* OP_CALL (only in Proc#call's own code), OP_DEBUG, OP_ASET */
         return fail(v, in, "mrbc does not emit it");
     }
 }
@@ -448,6 +452,375 @@ static int handlers(verifier_t *v)
         }
     }
     return 1;
+}
+
+/* The second pass: what kind of value each register may hold, where an
+ * instruction takes one without looking. OP_STRCAT appends to R[a] as a
+ * String and OP_INTERN makes a Symbol of it, OP_ARYPUSH appends to an
+ * Array, OP_ARYCAT to an Array or nil, OP_RAISEIF raises R[a] if it is not
+ * nil, as an exception (OP_EXCEPT's value), and a call with 15 arguments or
+ * more finds them in an Array in R[a+1]. Each register's state is the set of kinds it may hold, merged
+ * where paths meet; an instruction not modelled leaves ANY where it
+ * writes. Code that may run Ruby (a method, a block, to_s) may change the
+ * frame's local variables (a block shares them) but not its temporaries,
+ * except that a call made by the VM itself (OP_SEND and the instructions
+ * that fall back to one, OP_EXEC) runs its method in the registers from
+ * R[a] on. */
+enum { K_STR = 1, K_ARY = 2, K_EXC = 4, K_NIL = 8, K_ANY = 0xff };
+
+/* A block of code that starts where a jump, a handler or fall-through
+ * lands. */
+typedef struct {
+    uint32_t pos;
+    int queued;
+    int seen;
+} block_t;
+
+typedef struct {
+    verifier_t *v;
+    block_t *blocks;
+    uint32_t nblocks;
+    size_t width;    /* registers tracked per state: nregs + 1 */
+    uint8_t *states; /* nblocks * width */
+    uint32_t *queue; /* blocks to walk, at most one entry each */
+    uint32_t queued;
+} flow_t;
+
+/* Instructions after which the VM runs no code of this frame before the
+ * next one, other than through a block: nothing to clobber. */
+static const uint8_t pure_ops[] = {
+    OP_NOP,     OP_MOVE,    OP_LOADL,    OP_LOADI,   OP_LOADINEG, OP_LOADI__1, OP_LOADI_0,  OP_LOADI_1,
+    OP_LOADI_2, OP_LOADI_3, OP_LOADI_4,  OP_LOADI_5, OP_LOADI_6,  OP_LOADI_7,  OP_LOADI16,  OP_LOADI32,
+    OP_LOADSYM, OP_LOADNIL, OP_LOADSELF, OP_LOADT,   OP_LOADF,    OP_GETUPVAR, OP_SETUPVAR, OP_JMP,
+    OP_JMPIF,   OP_JMPNOT,  OP_JMPNIL,   OP_EXCEPT,  OP_STRING,   OP_SYMBOL,   OP_ARRAY,    OP_ARRAY2,
+    OP_ARYDUP,  OP_LAMBDA,  OP_BLOCK,    OP_METHOD,  OP_OCLASS,   OP_TCLASS,   OP_KEY_P,    OP_STOP,
+};
+
+/* The VM calls a method in the registers from R[a]. */
+static const uint8_t call_ops[] = {
+    OP_SEND, OP_SENDB, OP_SSEND, OP_SSENDB, OP_SUPER, OP_EXEC, OP_ADD, OP_ADDI,   OP_SUB,    OP_SUBI,
+    OP_MUL,  OP_DIV,   OP_EQ,    OP_LT,     OP_LE,    OP_GT,   OP_GE,  OP_GETIDX, OP_SETIDX,
+};
+
+static int one_of(const uint8_t *set, size_t n, unsigned op)
+{
+    while (n--) {
+        if (set[n] == op) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void set(uint8_t *st, size_t width, uint32_t from, uint32_t to, uint8_t kind)
+{
+    for (; from <= to && from < width; from++) {
+        st[from] = kind;
+    }
+}
+
+/* Checks what in takes from st, then makes st what holds after it. */
+static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
+{
+    size_t w = fl->width;
+    uint32_t a = in->a, packed;
+    uint8_t need = 0;
+    const char *what = NULL;
+
+    switch (in->op) {
+    case OP_STRCAT:
+    case OP_INTERN:
+        need = K_STR, what = "a String";
+        break;
+    case OP_SEND:
+    case OP_SENDB:
+    case OP_SSEND:
+    case OP_SSENDB:
+    case OP_SUPER:
+        /* 15 arguments or more come packed in an Array, which the method
+         * takes as one. */
+        packed = in->op == OP_SUPER ? in->b : in->c;
+        if ((packed & 0xf) == 15) {
+            a++;
+            need = K_ARY, what = "the Array of packed arguments";
+        }
+        break;
+    case OP_ARYPUSH:
+        need = K_ARY, what = "an Array";
+        break;
+    case OP_ARYCAT:
+        need = K_ARY | K_NIL, what = "an Array or nil";
+        break;
+    case OP_RAISEIF:
+        need = K_EXC | K_NIL, what = "an exception or nil";
+        break;
+    }
+    if (need && a < w && (st[a] & ~need)) {
+        return fail(fl->v, in, "register %u may not hold %s", (unsigned)a, what);
+    }
+    a = in->a;
+    if (!one_of(pure_ops, sizeof pure_ops, in->op)) {
+        set(st, w, 0, fl->v->irep->nlocals ? fl->v->irep->nlocals - 1u : 0, K_ANY);
+        if (fl->v->irep->nlocals == 0) {
+            st[0] = K_ANY;
+        }
+    }
+    if (one_of(call_ops, sizeof call_ops, in->op)) {
+        set(st, w, a, (uint32_t)w - 1, K_ANY);
+    }
+    switch (in->op) {
+    case OP_STRING:
+        set(st, w, a, a, K_STR);
+        break;
+    case OP_STRCAT:
+        set(st, w, a, a, K_STR);
+        break;
+    case OP_ARRAY:
+    case OP_ARRAY2:
+    case OP_ARYDUP:
+    case OP_ARYCAT:
+    case OP_ARYPUSH:
+        set(st, w, a, a, K_ARY);
+        break;
+    case OP_EXCEPT:
+        set(st, w, a, a, K_EXC | K_NIL);
+        break;
+    case OP_LOADNIL:
+        set(st, w, a, a, K_NIL);
+        break;
+    case OP_MOVE:
+        set(st, w, a, a, in->b < w ? st[in->b] : K_ANY);
+        break;
+    case OP_RESCUE:
+        set(st, w, in->b, in->b, K_ANY);
+        break;
+    case OP_APOST:
+        set(st, w, a, a + in->c, K_ANY);
+        break;
+    case OP_ARGARY:
+        set(st, w, a, a + 2, K_ANY);
+        set(st, w, a, a, K_ARY);
+        break;
+    case OP_ENTER:
+        set(st, w, 0, (uint32_t)w - 1, K_ANY);
+        break;
+    case OP_NOP:
+    case OP_JMP:
+    case OP_JMPIF:
+    case OP_JMPNOT:
+    case OP_JMPNIL:
+    case OP_JMPUW:
+    case OP_RAISEIF:
+    case OP_RETURN:
+    case OP_RETURN_BLK:
+    case OP_BREAK:
+    case OP_STOP:
+    case OP_SETGV:
+    case OP_SETSV:
+    case OP_SETIV:
+    case OP_SETCV:
+    case OP_SETCONST:
+    case OP_SETMCNST:
+    case OP_SETUPVAR:
+    case OP_ALIAS:
+    case OP_UNDEF:
+    case OP_KEYEND:
+    case OP_ERR:
+    case OP_HASHADD:
+        break;
+    default:
+        set(st, w, a, a, K_ANY);
+        break;
+    }
+    return 1;
+}
+
+static uint32_t block_at(const flow_t *fl, uint32_t pos)
+{
+    uint32_t lo = 0, hi = fl->nblocks;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (fl->blocks[mid].pos < pos) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo; /* the block starting at pos: every landing starts one */
+}
+
+/* Merges st into the state the block at pos starts with. */
+static void flow_to(flow_t *fl, uint32_t pos, const uint8_t *st)
+{
+    uint32_t b = block_at(fl, pos);
+    uint8_t *to = fl->states + (size_t)b * fl->width;
+    int changed = !fl->blocks[b].seen;
+    size_t i;
+
+    for (i = 0; i < fl->width; i++) {
+        uint8_t m = fl->blocks[b].seen ? (uint8_t)(to[i] | st[i]) : st[i];
+
+        changed |= m != to[i];
+        to[i] = m;
+    }
+    fl->blocks[b].seen = 1;
+    if (changed && !fl->blocks[b].queued) {
+        fl->blocks[b].queued = 1;
+        fl->queue[fl->queued++] = b;
+    }
+}
+
+static void to_handlers(flow_t *fl, uint32_t pos, const uint8_t *st)
+{
+    const mrb_irep *irep = fl->v->irep;
+    const struct mrb_irep_catch_handler *h = mrb_irep_catch_handler_table(irep);
+    uint16_t i;
+
+    for (i = 0; i < irep->clen; i++) {
+        if (unpack32(h[i].begin) <= pos && pos < unpack32(h[i].end)) {
+            flow_to(fl, unpack32(h[i].target), st);
+        }
+    }
+}
+
+static int walk(flow_t *fl, uint32_t b, uint8_t *st)
+{
+    verifier_t *v = fl->v;
+    uint32_t pos = fl->blocks[b].pos;
+    uint32_t end = b + 1 < fl->nblocks ? fl->blocks[b + 1].pos : v->irep->ilen;
+    insn_t in;
+
+    memcpy(st, fl->states + (size_t)b * fl->width, fl->width);
+    while (pos < end) {
+        int64_t target = -1;
+
+        if (!decode(v, pos, &in)) {
+            return 0;
+        }
+        if (in.op == OP_JMP || in.op == OP_JMPUW) {
+            jump(v, &in, in.a, &target);
+        } else if (in.op == OP_JMPIF || in.op == OP_JMPNOT || in.op == OP_JMPNIL) {
+            jump(v, &in, in.b, &target);
+        }
+        /* An exception lands in a handler with the registers as they were
+         * before the instruction or after it (a call's method has run). */
+        to_handlers(fl, pos, st);
+        if (!transfer(fl, &in, st)) {
+            return 0;
+        }
+        to_handlers(fl, pos, st);
+        if (target >= 0) {
+            flow_to(fl, (uint32_t)target, st);
+        }
+        if (in.op == OP_ENTER) {
+            /* skipping k optional arguments' initializers lands k OP_JMPs on */
+            uint32_t k;
+
+            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
+                flow_to(fl, in.next + 3 * k, st);
+            }
+        }
+        if (ends_flow(in.op)) {
+            return 1;
+        }
+        pos = in.next;
+    }
+    if (pos < v->irep->ilen) {
+        flow_to(fl, pos, st);
+    }
+    return 1;
+}
+
+/* Adds pos to the block starts (marks), once. */
+static void mark(uint8_t *marks, uint32_t pos, uint32_t ilen, uint32_t *count)
+{
+    if (pos < ilen && !marks[pos]) {
+        marks[pos] = 1;
+        (*count)++;
+    }
+}
+
+static int kinds(verifier_t *v)
+{
+    const mrb_irep *irep = v->irep;
+    const struct mrb_irep_catch_handler *h = mrb_irep_catch_handler_table(irep);
+    flow_t fl;
+    uint8_t *marks, *st = NULL;
+    uint32_t pos = 0, count = 0, i, n = 0;
+    insn_t in;
+    int ok = 1;
+
+    memset(&fl, 0, sizeof fl);
+    fl.v = v;
+    fl.width = (size_t)irep->nregs + 1;
+    marks = calloc(irep->ilen, 1);
+    if (marks == NULL) {
+        return fail(v, NULL, "out of memory");
+    }
+    mark(marks, 0, irep->ilen, &count);
+    for (i = 0; i < irep->clen; i++) {
+        mark(marks, unpack32(h[i].target), irep->ilen, &count);
+    }
+    while (pos < irep->ilen && decode(v, pos, &in)) {
+        int64_t target = -1;
+
+        if (in.op == OP_JMP || in.op == OP_JMPUW) {
+            jump(v, &in, in.a, &target);
+        } else if (in.op == OP_JMPIF || in.op == OP_JMPNOT || in.op == OP_JMPNIL) {
+            jump(v, &in, in.b, &target);
+        } else if (in.op == OP_ENTER) {
+            uint32_t k;
+
+            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
+                mark(marks, in.next + 3 * k, irep->ilen, &count);
+            }
+        }
+        if (target >= 0) {
+            mark(marks, (uint32_t)target, irep->ilen, &count);
+            mark(marks, in.next, irep->ilen, &count);
+        }
+        pos = in.next;
+    }
+    /* The states take a byte per register per block; each instruction
+     * looks at every handler. */
+    if ((uint64_t)count * fl.width > 64u * 1024 * 1024 ||
+        (uint64_t)irep->clen * irep->ilen > 64u * 1024 * 1024) {
+        free(marks);
+        return fail(v, NULL, "too large to check: %u blocks of %u registers, %u exception handlers",
+                    (unsigned)count, (unsigned)irep->nregs, (unsigned)irep->clen);
+    }
+    fl.blocks = calloc(count, sizeof *fl.blocks);
+    fl.states = calloc(count, fl.width);
+    fl.queue = calloc(count, sizeof *fl.queue);
+    st = malloc(fl.width);
+    if (fl.blocks == NULL || fl.states == NULL || fl.queue == NULL || st == NULL) {
+        ok = fail(v, NULL, "out of memory");
+        goto done;
+    }
+    for (pos = 0; pos < irep->ilen; pos++) {
+        if (marks[pos]) {
+            fl.blocks[n++].pos = pos;
+        }
+    }
+    fl.nblocks = n;
+    /* At the start, anything (the arguments). */
+    memset(st, K_ANY, fl.width);
+    flow_to(&fl, 0, st);
+    while (ok && fl.queued) {
+        uint32_t b = fl.queue[--fl.queued];
+
+        fl.blocks[b].queued = 0;
+        ok = walk(&fl, b, st);
+    }
+done:
+    free(marks);
+    free(fl.blocks);
+    free(fl.states);
+    free(fl.queue);
+    free(st);
+    return ok;
 }
 
 static int code(verifier_t *v)
@@ -499,7 +872,7 @@ static int code(verifier_t *v)
     }
     free(targets);
     free(from);
-    return ok && handlers(v);
+    return ok && handlers(v) && kinds(v);
 }
 
 static int verify(verifier_t *v, const mrb_irep *irep)

@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 OPS_H = "/usr/include/mruby/ops.h"
 
-SCRIPT = 's = "hello"\nif s.size > 3\n  Apache.rputs s\nend\ndef shout(x) x.upcase end\n'
+SCRIPT = 's = "hello"\nif s.size > 3\n  Apache.rputs "#{s}!"\nend\ndef shout(x) x.upcase end\n'
 
 server = module_httpd("bytecode", "AddHandler mruby-script .mrb\n")
 
@@ -47,8 +47,8 @@ def code(image):
     return nregs, bytes(image[ISEQ:ISEQ + ilen])
 
 
-def find(image, op_name, ops):
-    """Offset in the image of the first instruction op_name of the top irep
+def find(image, op_name, ops, nth=1):
+    """Offset in the image of the nth instruction op_name of the top irep
     (the script above has no OP_EXTn, so every instruction is short)."""
     sizes = {"Z": 0, "B": 1, "BB": 2, "BBB": 3, "BS": 3, "BSS": 5, "S": 2, "W": 3}
     with open(OPS_H) as f:
@@ -57,7 +57,9 @@ def find(image, op_name, ops):
     pos = 0
     while pos < len(iseq):
         if iseq[pos] == ops[op_name]:
-            return ISEQ + pos
+            nth -= 1
+            if nth == 0:
+                return ISEQ + pos
         pos += 1 + sizes[formats[iseq[pos]]]
     raise AssertionError("no OP_%s in the script's code" % op_name)
 
@@ -78,13 +80,19 @@ def damaged(tmp_path):
     string = find(good, "STRING", ops)
     case("register", string + 1, 200,
          r"OP_STRING at byte 0: register 200 is outside its frame of %d registers" % nregs)
-    case("literal", string + 2, 77, r"OP_STRING at byte 0: literal 77 of 1")
+    case("literal", string + 2, 77, r"OP_STRING at byte 0: literal 77 of 3")
     send = find(good, "SEND", ops)
     case("symbol", send + 2, 99, r"OP_SEND at byte %d: symbol 99 of \d+" % (send - ISEQ))
     jump = find(good, "JMPNOT", ops)
     case("jump", jump + 2, 127, r"OP_JMPNOT at byte %d: jumps to byte \d+, outside the code" % (jump - ISEQ))
     case("into an instruction", jump + 3, good[jump + 3] + 1,
          r"the jump at byte %d goes to byte \d+, not to the start of an instruction" % (jump - ISEQ))
+    # "#{s}!" starts as an empty String that OP_STRCAT appends to: made an
+    # Integer, OP_STRCAT would append to that.
+    empty = find(good, "STRING", ops, nth=2)
+    strcat = find(good, "STRCAT", ops)
+    case("kind", empty, ops["LOADI"],
+         r"OP_STRCAT at byte %d: register %d may not hold a String" % (strcat - ISEQ, good[strcat + 1]))
     method = find(good, "METHOD", ops)
     case("method", method + 1, good[method + 1] + 1,
          r"OP_DEF at byte \d+: its registers do not hold the class and method just made")
@@ -94,7 +102,7 @@ def damaged(tmp_path):
 def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_path):
     good, cases = damaged(tmp_path)
     server.write("htdocs/good.mrb", bytes(good))
-    assert server.get("/good.mrb").body == b"hello"
+    assert server.get("/good.mrb").body == b"hello!"
     for i, (name, image, why) in enumerate(cases):
         server.write("htdocs/bad%d.mrb" % i, image)
         for _ in range(3):  # each VM that meets it refuses it
@@ -102,7 +110,7 @@ def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_pa
             assert r.status == 500, name
             assert b"hello" not in r.body, name
         server.wait_log(r"MRB00020: .*bad%d\.mrb: invalid mruby bytecode: %s" % (i, why))
-        assert server.get("/good.mrb").body == b"hello", name
+        assert server.get("/good.mrb").body == b"hello!", name
     assert not [line for line in server.error_log().splitlines() if server.is_crash_line(line)]
 
 
@@ -111,7 +119,7 @@ def test_a_repaired_file_is_served(server, tmp_path):
     server.write("htdocs/repaired.mrb", cases[1][1])
     assert server.get("/repaired.mrb").status == 500
     server.write("htdocs/repaired.mrb", bytes(good))  # a new file: a new stamp
-    assert server.get("/repaired.mrb").body == b"hello"
+    assert server.get("/repaired.mrb").body == b"hello!"
 
 
 def test_damaged_bytecode_fails_configtest(make_httpd, mpm, tmp_path):
