@@ -53,7 +53,7 @@ static const unsigned char widths[][3] = {
     [F_BS] = {1, 2, 0}, [F_BSS] = {1, 2, 2}, [F_S] = {2, 0, 0},  [F_W] = {3, 0, 0},
 };
 
-typedef struct {
+typedef struct verifier {
     const mrb_irep *irep;
     unsigned char *starts; /* where an instruction begins: 1, or 2 where
                               nothing may jump (its input is the
@@ -61,8 +61,9 @@ typedef struct {
     char *why;
     size_t why_len;
     int depth;
-    unsigned number;   /* of this irep, depth first: 0 is the script's own */
-    unsigned *counter; /* ireps seen so far */
+    unsigned number;               /* of this irep, depth first: 0 is the script's own */
+    const struct verifier *parent; /* the irep this one is nested in, or NULL */
+    unsigned *counter;             /* ireps seen so far */
 } verifier_t;
 
 /* One decoded instruction. */
@@ -158,8 +159,8 @@ static int decode(verifier_t *v, uint32_t pos, insn_t *in)
 
 /* The registers an instruction uses must lie in its frame: nregs of them,
  * plus the one after, which the VM always allocates too (it makes room for
- * one more register than it is asked) and mrbc uses (a method's body is
- * made in the register after the frame before OP_DEF takes it). */
+ * one more register than it is asked; run.c sees to it for the script's
+ * fiber) and mrbc uses (`def self.x` makes its method there). */
 static int regs(verifier_t *v, const insn_t *in, uint32_t highest)
 {
     if (highest > v->irep->nregs) {
@@ -217,13 +218,25 @@ static uint32_t args_end(uint32_t c)
     return (n == 15 ? 1 : n) + (k == 15 ? 1 : 2 * k) + 1;
 }
 
-/* ARGARY and BLKPUSH with lv 0 read the method's own arguments. */
+/* ARGARY and BLKPUSH read a method's arguments: with lv 0 in the frame,
+ * else in the variables of the code lv levels out (the VM's own check of
+ * those is one short when there are keywords). */
 static int frame_args(verifier_t *v, const insn_t *in)
 {
     uint32_t m1 = (in->b >> 11) & 0x3f, r = (in->b >> 10) & 1, m2 = (in->b >> 5) & 0x1f,
-             kd = (in->b >> 4) & 1;
+             kd = (in->b >> 4) & 1, lv = in->b & 0xf;
+    const verifier_t *out = v;
 
-    return (in->b & 0xf) != 0 || regs(v, in, 1 + m1 + r + m2 + kd);
+    if (lv == 0) {
+        return regs(v, in, 1 + m1 + r + m2 + kd);
+    }
+    while (lv-- > 0 && out) {
+        out = out->parent;
+    }
+    if (out == NULL || out->irep == NULL || 1 + m1 + r + m2 + kd >= out->irep->nlocals) {
+        return fail(v, in, "the arguments it reads are not among the variables of the code it names");
+    }
+    return 1;
 }
 
 /* OP_ENTER: the arguments, keywords and block in the frame; each optional
@@ -239,10 +252,22 @@ static int enter(verifier_t *v, const insn_t *in)
     if (!regs(v, in, len + kd + 1)) {
         return 0;
     }
+    if (in->pos != 0) {
+        /* The VM would take the frame's arguments for packed ones. */
+        return fail(v, in, "not at the start of the code");
+    }
     for (i = 0; i < MRB_ASPEC_OPT(aspec); i++, p += 3) {
         if (p + 3 > v->irep->ilen || v->irep->iseq[p] != OP_JMP) {
             return fail(v, in, "optional argument %u has no OP_JMP after it", (unsigned)i + 1);
         }
+    }
+    if (p >= v->irep->ilen) {
+        return fail(v, in, "the code ends after its optional arguments' OP_JMPs");
+    }
+    if (len == 15) {
+        /* Run again (redo jumps back to it), it would find its 15
+         * arguments counted as 15, which means packed in an Array. */
+        v->starts[0] = 2;
     }
     return 1;
 }
@@ -371,9 +396,11 @@ static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const i
     case OP_SSENDB:
     case OP_SEND:
     case OP_SENDB:
-        return sym(v, in, b) && regs(v, in, a + args_end(c));
+        /* Strictly inside the frame: a block called through OP_CALL gets
+         * no more room than the caller's frame had. */
+        return sym(v, in, b) && regs(v, in, a + args_end(c) + 1);
     case OP_SUPER:
-        return regs(v, in, a + args_end(b));
+        return regs(v, in, a + args_end(b) + 1);
     case OP_ARGARY:
         return regs(v, in, a + 1 + ((b >> 4) & 1)) && frame_args(v, in);
     case OP_BLKPUSH:
@@ -484,7 +511,14 @@ typedef struct {
     uint8_t *states; /* nblocks * width */
     uint32_t *queue; /* blocks to walk, at most one entry each */
     uint32_t queued;
+    uint32_t *unwinds; /* where the OP_JMPUWs go */
+    uint32_t nunwinds;
+    uint64_t work; /* registers merged and handlers looked at so far */
 } flow_t;
+
+/* The most work the second pass does on one irep: far more than mrbc's
+ * code of a 16 MB script needs, little enough to end in seconds. */
+#define MM_VERIFY_WORK (1000ULL * 1000 * 1000)
 
 /* Instructions after which the VM runs no code of this frame before the
  * next one, other than through a block: nothing to clobber. */
@@ -558,12 +592,21 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     if (need && a < w && (st[a] & ~need)) {
         return fail(fl->v, in, "register %u may not hold %s", (unsigned)a, what);
     }
+    /* OP_STRCAT and OP_ARYCAT convert R[a+1] (to_s, to_a), and a call its
+     * keywords and block, before they take R[a]: Ruby runs in between, and
+     * may change a local variable through a block. mrbc gives them
+     * temporaries. */
+    if (need && in->op != OP_INTERN && in->op != OP_ARYPUSH && in->op != OP_RAISEIF &&
+        a < fl->v->irep->nlocals) {
+        return fail(fl->v, in, "register %u is a local variable", (unsigned)a);
+    }
     a = in->a;
     if (!one_of(pure_ops, sizeof pure_ops, in->op)) {
+        /* Ruby the VM runs from C (to_s, a block) may change the locals,
+         * and runs in the registers after the frame's last. */
         set(st, w, 0, fl->v->irep->nlocals ? fl->v->irep->nlocals - 1u : 0, K_ANY);
-        if (fl->v->irep->nlocals == 0) {
-            st[0] = K_ANY;
-        }
+        st[0] = K_ANY;
+        st[w - 1] = K_ANY;
     }
     if (one_of(call_ops, sizeof call_ops, in->op)) {
         set(st, w, a, (uint32_t)w - 1, K_ANY);
@@ -666,23 +709,27 @@ static void flow_to(flow_t *fl, uint32_t pos, const uint8_t *st)
         to[i] = m;
     }
     fl->blocks[b].seen = 1;
+    fl->work += fl->width;
     if (changed && !fl->blocks[b].queued) {
         fl->blocks[b].queued = 1;
         fl->queue[fl->queued++] = b;
     }
 }
 
-static void to_handlers(flow_t *fl, uint32_t pos, const uint8_t *st)
+/* The handlers that cover an instruction, as the VM finds them: by where
+ * the instruction ends (next). */
+static void to_handlers(flow_t *fl, uint32_t next, const uint8_t *st)
 {
     const mrb_irep *irep = fl->v->irep;
     const struct mrb_irep_catch_handler *h = mrb_irep_catch_handler_table(irep);
     uint16_t i;
 
     for (i = 0; i < irep->clen; i++) {
-        if (unpack32(h[i].begin) <= pos && pos < unpack32(h[i].end)) {
+        if (unpack32(h[i].begin) < next && next <= unpack32(h[i].end)) {
             flow_to(fl, unpack32(h[i].target), st);
         }
     }
+    fl->work += irep->clen;
 }
 
 static int walk(flow_t *fl, uint32_t b, uint8_t *st)
@@ -706,11 +753,23 @@ static int walk(flow_t *fl, uint32_t b, uint8_t *st)
         }
         /* An exception lands in a handler with the registers as they were
          * before the instruction or after it (a call's method has run). */
-        to_handlers(fl, pos, st);
+        to_handlers(fl, in.next, st);
         if (!transfer(fl, &in, st)) {
             return 0;
         }
-        to_handlers(fl, pos, st);
+        to_handlers(fl, in.next, st);
+        if (in.op == OP_RAISEIF) {
+            /* re-raising a break out of an ensure goes on to where the
+             * OP_JMPUW it interrupted jumps */
+            uint32_t k;
+
+            for (k = 0; k < fl->nunwinds; k++) {
+                flow_to(fl, fl->unwinds[k], st);
+            }
+        }
+        if (fl->work > MM_VERIFY_WORK) {
+            return fail(v, NULL, "too complex to check");
+        }
         if (target >= 0) {
             flow_to(fl, (uint32_t)target, st);
         }
@@ -748,7 +807,7 @@ static int kinds(verifier_t *v)
     const struct mrb_irep_catch_handler *h = mrb_irep_catch_handler_table(irep);
     flow_t fl;
     uint8_t *marks, *st = NULL;
-    uint32_t pos = 0, count = 0, i, n = 0;
+    uint32_t pos = 0, count = 0, i, n = 0, unwinds = 0;
     insn_t in;
     int ok = 1;
 
@@ -781,27 +840,34 @@ static int kinds(verifier_t *v)
             mark(marks, (uint32_t)target, irep->ilen, &count);
             mark(marks, in.next, irep->ilen, &count);
         }
+        unwinds += in.op == OP_JMPUW;
         pos = in.next;
     }
-    /* The states take a byte per register per block; each instruction
-     * looks at every handler. */
-    if ((uint64_t)count * fl.width > 64u * 1024 * 1024 ||
-        (uint64_t)irep->clen * irep->ilen > 64u * 1024 * 1024) {
+    /* The states take a byte per register per block. */
+    if ((uint64_t)count * fl.width > 64u * 1024 * 1024) {
         free(marks);
-        return fail(v, NULL, "too large to check: %u blocks of %u registers, %u exception handlers",
-                    (unsigned)count, (unsigned)irep->nregs, (unsigned)irep->clen);
+        return fail(v, NULL, "too large to check: %u blocks of %u registers", (unsigned)count,
+                    (unsigned)irep->nregs);
     }
     fl.blocks = calloc(count, sizeof *fl.blocks);
     fl.states = calloc(count, fl.width);
     fl.queue = calloc(count, sizeof *fl.queue);
+    fl.unwinds = calloc(unwinds + 1, sizeof *fl.unwinds);
     st = malloc(fl.width);
-    if (fl.blocks == NULL || fl.states == NULL || fl.queue == NULL || st == NULL) {
+    if (fl.blocks == NULL || fl.states == NULL || fl.queue == NULL || fl.unwinds == NULL || st == NULL) {
         ok = fail(v, NULL, "out of memory");
         goto done;
     }
     for (pos = 0; pos < irep->ilen; pos++) {
         if (marks[pos]) {
             fl.blocks[n++].pos = pos;
+        }
+    }
+    for (pos = 0; pos < irep->ilen && decode(v, pos, &in); pos = in.next) {
+        int64_t target = -1;
+
+        if (in.op == OP_JMPUW && jump(v, &in, in.a, &target)) {
+            fl.unwinds[fl.nunwinds++] = (uint32_t)target;
         }
     }
     fl.nblocks = n;
@@ -819,6 +885,7 @@ done:
     free(fl.blocks);
     free(fl.states);
     free(fl.queue);
+    free(fl.unwinds);
     free(st);
     return ok;
 }
@@ -841,9 +908,10 @@ static int code(verifier_t *v)
         return fail(v, NULL, "%u local variables in a frame of %u registers", (unsigned)irep->nlocals,
                     (unsigned)irep->nregs);
     }
-    /* At most one jump per 3 bytes of code. */
-    targets = malloc(sizeof *targets * (irep->ilen / 3 + 1));
-    from = malloc(sizeof *from * (irep->ilen / 3 + 1));
+    /* At most one jump per 3 bytes of code, and as many landings after an
+     * OP_ENTER, which skips its OP_JMPs. */
+    targets = malloc(sizeof *targets * (2 * (irep->ilen / 3) + 2));
+    from = malloc(sizeof *from * (2 * (irep->ilen / 3) + 2));
     if (targets == NULL || from == NULL) {
         free(targets);
         free(from);
@@ -858,6 +926,14 @@ static int code(verifier_t *v)
         if (ok && target >= 0) {
             targets[njumps] = target;
             from[njumps++] = pos;
+        }
+        if (ok && in.op == OP_ENTER) {
+            uint32_t k;
+
+            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
+                targets[njumps] = in.next + 3 * k;
+                from[njumps++] = pos;
+            }
         }
         prev[1] = prev[0];
         prev[0] = in;
@@ -887,6 +963,7 @@ static int verify(verifier_t *v, const mrb_irep *irep)
     own.irep = irep;
     own.depth = v->depth + 1;
     own.number = (*v->counter)++;
+    own.parent = v->irep ? v : NULL;
     own.starts = calloc(irep->ilen ? irep->ilen : 1, 1);
     if (own.starts == NULL) {
         return fail(v, NULL, "out of memory");
