@@ -194,6 +194,7 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
 typedef struct {
     const uint8_t *bin;
     size_t len;
+    int check; /* bytecode from a file: check it before it may run */
     char *why; /* why it was refused */
     size_t why_len;
 } mm_load_t;
@@ -210,13 +211,14 @@ static mrb_value load_body(mrb_state *mrb, void *ud)
     }
     /* mruby's VM trusts every index in the code: a damaged file must not
      * run (verify.c). */
-    if (!mm_verify_irep(irep, l->why, l->why_len)) {
-        char detail[160];
+    if (l->check) {
+        char detail[MM_LOAD_WHY - 32];
 
-        snprintf(detail, sizeof detail, "%s", l->why);
-        snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
-        mrb_irep_decref(mrb, irep);
-        return mrb_nil_value();
+        if (!mm_verify_irep(irep, detail, sizeof detail)) {
+            snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
+            mrb_irep_decref(mrb, irep);
+            return mrb_nil_value();
+        }
     }
     proc = mrb_proc_new(mrb, irep);
     mrb_irep_decref(mrb, irep);
@@ -226,10 +228,12 @@ static mrb_value load_body(mrb_state *mrb, void *ud)
 
 /* Loads a RITE image (copied: the image may be freed afterwards). Returns
  * the proc, protected in the GC arena, or NULL with why it failed in why
- * (why_len bytes). */
-static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len, char *why, size_t why_len)
+ * (why_len bytes). check: the image is a bytecode file's, not yet checked;
+ * an image compiled here, or checked once already, is not checked again. */
+static struct RProc *load(mrb_state *mrb, const uint8_t *bin, size_t len, int check, char *why,
+                          size_t why_len)
 {
-    mm_load_t l = {bin, len, why, why_len};
+    mm_load_t l = {bin, len, check, why, why_len};
     mrb_bool raised = FALSE;
     mrb_value v;
 
@@ -332,7 +336,7 @@ static int image_lookup(mrb_state *mrb, const char *path, const mm_stamp_t *stam
         if (im->bin) {
             char why[MM_LOAD_WHY];
 
-            *proc = load(mrb, im->bin, im->bin_len, why, sizeof why);
+            *proc = load(mrb, im->bin, im->bin_len, 0, why, sizeof why);
             if (*proc == NULL) {
                 *err = apr_psprintf(p, "%s: %s", path, why);
             }
@@ -374,7 +378,7 @@ static struct RProc *compile_file(mrb_state *mrb, server_rec *s, const char *pat
     if (is_rite(src, len)) {
         char why[MM_LOAD_WHY];
 
-        proc = load(mrb, (const uint8_t *)src, len, why, sizeof why);
+        proc = load(mrb, (const uint8_t *)src, len, 1, why, sizeof why);
         if (proc == NULL) {
             *err = apr_psprintf(p, "%s: %s", path, why);
         } else {
@@ -490,7 +494,7 @@ mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *
     if (l->proc == NULL) {
         char why[MM_LOAD_WHY];
 
-        proc = load(vm->mrb, script->bin, script->bin_len, why, sizeof why);
+        proc = load(vm->mrb, script->bin, script->bin_len, 0, why, sizeof why);
         if (proc == NULL) {
             *err = apr_psprintf(p, "%s: %s", script->name, why);
             return NULL;
@@ -577,7 +581,7 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
     if (file && is_rite(src, len)) {
         char why[MM_LOAD_WHY];
 
-        if (load(mrb, (const uint8_t *)src, len, why, sizeof why) == NULL) {
+        if (load(mrb, (const uint8_t *)src, len, 1, why, sizeof why) == NULL) {
             mrb_gc_arena_restore(mrb, ai);
             return apr_psprintf(cmd->pool, "%s: %s: %s", cmd->cmd->name, name, why);
         }

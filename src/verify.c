@@ -197,15 +197,40 @@ static int rep(verifier_t *v, const insn_t *in, uint32_t i)
     return 1;
 }
 
-/* A jump by a signed 16-bit offset from the next instruction. Where it
- * lands is checked once every instruction start is known. */
-static int jump(verifier_t *v, const insn_t *in, uint32_t offset, int64_t *target)
+/* Where a jump goes (a signed 16-bit offset from the next instruction),
+ * or -1 for an instruction that does not jump. */
+static int64_t jump_target(const insn_t *in)
 {
-    *target = (int64_t)in->next + (int16_t)(uint16_t)offset;
-    if (*target < 0 || *target >= (int64_t)v->irep->ilen) {
-        return fail(v, in, "jumps to byte %lld, outside the code", (long long)*target);
+    switch (in->op) {
+    case OP_JMP:
+    case OP_JMPUW:
+        return (int64_t)in->next + (int16_t)(uint16_t)in->a;
+    case OP_JMPIF:
+    case OP_JMPNOT:
+    case OP_JMPNIL:
+        return (int64_t)in->next + (int16_t)(uint16_t)in->b;
+    default:
+        return -1;
+    }
+}
+
+/* A jump stays in the code. Where it lands is checked once every
+ * instruction start is known. */
+static int jump(verifier_t *v, const insn_t *in)
+{
+    int64_t target = jump_target(in);
+
+    if (target < 0 || target >= (int64_t)v->irep->ilen) {
+        return fail(v, in, "jumps to byte %lld, outside the code", (long long)target);
     }
     return 1;
+}
+
+/* How many optional arguments' OP_JMPs an OP_ENTER may skip: it may go on
+ * at in->next + 3 * k for k from 1 to that (see enter). */
+static uint32_t enter_skips(const insn_t *in)
+{
+    return in->op == OP_ENTER ? MRB_ASPEC_OPT(in->a) : 0;
 }
 
 /* The registers after a the send-like instructions use, by their argument
@@ -287,7 +312,7 @@ static int def(verifier_t *v, const insn_t *in, const insn_t *prev, const insn_t
 
 /* The operands of one instruction. prev and prev2 are the two instructions
  * before it in the code, or NULL. */
-static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const insn_t *prev2, int64_t *target)
+static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const insn_t *prev2)
 {
     uint32_t a = in->a, b = in->b, c = in->c;
 
@@ -387,11 +412,11 @@ static int operands(verifier_t *v, const insn_t *in, const insn_t *prev, const i
         return regs(v, in, a + 3);
     case OP_JMP:
     case OP_JMPUW:
-        return jump(v, in, a, target);
+        return jump(v, in);
     case OP_JMPIF:
     case OP_JMPNOT:
     case OP_JMPNIL:
-        return regs(v, in, a) && jump(v, in, b, target);
+        return regs(v, in, a) && jump(v, in);
     case OP_SSEND:
     case OP_SSENDB:
     case OP_SEND:
@@ -559,10 +584,13 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     size_t w = fl->width;
     uint32_t a = in->a, packed;
     uint8_t need = 0;
+    int ruby_first = 0; /* Ruby runs before the instruction takes R[a] */
     const char *what = NULL;
 
     switch (in->op) {
     case OP_STRCAT:
+        ruby_first = 1; /* R[a+1].to_s */
+        /* fallthrough */
     case OP_INTERN:
         need = K_STR, what = "a String";
         break;
@@ -577,6 +605,7 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
         if ((packed & 0xf) == 15) {
             a++;
             need = K_ARY, what = "the Array of packed arguments";
+            ruby_first = 1; /* the keywords, the block's to_proc */
         }
         break;
     case OP_ARYPUSH:
@@ -584,6 +613,7 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
         break;
     case OP_ARYCAT:
         need = K_ARY | K_NIL, what = "an Array or nil";
+        ruby_first = 1; /* R[a+1].to_a */
         break;
     case OP_RAISEIF:
         need = K_EXC | K_NIL, what = "an exception or nil";
@@ -592,20 +622,16 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     if (need && a < w && (st[a] & ~need)) {
         return fail(fl->v, in, "register %u may not hold %s", (unsigned)a, what);
     }
-    /* OP_STRCAT and OP_ARYCAT convert R[a+1] (to_s, to_a), and a call its
-     * keywords and block, before they take R[a]: Ruby runs in between, and
-     * may change a local variable through a block. mrbc gives them
-     * temporaries. */
-    if (need && in->op != OP_INTERN && in->op != OP_ARYPUSH && in->op != OP_RAISEIF &&
-        a < fl->v->irep->nlocals) {
+    /* Ruby that runs before R[a] is taken may change a local variable
+     * through a block: mrbc gives these instructions temporaries. */
+    if (ruby_first && a < fl->v->irep->nlocals) {
         return fail(fl->v, in, "register %u is a local variable", (unsigned)a);
     }
     a = in->a;
     if (!one_of(pure_ops, sizeof pure_ops, in->op)) {
-        /* Ruby the VM runs from C (to_s, a block) may change the locals,
-         * and runs in the registers after the frame's last. */
+        /* Ruby the VM runs from C (to_s, a block) may change the locals
+         * (and self), and runs in the registers after the frame's last. */
         set(st, w, 0, fl->v->irep->nlocals ? fl->v->irep->nlocals - 1u : 0, K_ANY);
-        st[0] = K_ANY;
         st[w - 1] = K_ANY;
     }
     if (one_of(call_ops, sizeof call_ops, in->op)) {
@@ -613,8 +639,6 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     }
     switch (in->op) {
     case OP_STRING:
-        set(st, w, a, a, K_STR);
-        break;
     case OP_STRCAT:
         set(st, w, a, a, K_STR);
         break;
@@ -741,16 +765,13 @@ static int walk(flow_t *fl, uint32_t b, uint8_t *st)
 
     memcpy(st, fl->states + (size_t)b * fl->width, fl->width);
     while (pos < end) {
-        int64_t target = -1;
+        int64_t target;
+        uint32_t k;
 
         if (!decode(v, pos, &in)) {
             return 0;
         }
-        if (in.op == OP_JMP || in.op == OP_JMPUW) {
-            jump(v, &in, in.a, &target);
-        } else if (in.op == OP_JMPIF || in.op == OP_JMPNOT || in.op == OP_JMPNIL) {
-            jump(v, &in, in.b, &target);
-        }
+        target = jump_target(&in);
         /* An exception lands in a handler with the registers as they were
          * before the instruction or after it (a call's method has run). */
         to_handlers(fl, in.next, st);
@@ -761,8 +782,6 @@ static int walk(flow_t *fl, uint32_t b, uint8_t *st)
         if (in.op == OP_RAISEIF) {
             /* re-raising a break out of an ensure goes on to where the
              * OP_JMPUW it interrupted jumps */
-            uint32_t k;
-
             for (k = 0; k < fl->nunwinds; k++) {
                 flow_to(fl, fl->unwinds[k], st);
             }
@@ -773,13 +792,8 @@ static int walk(flow_t *fl, uint32_t b, uint8_t *st)
         if (target >= 0) {
             flow_to(fl, (uint32_t)target, st);
         }
-        if (in.op == OP_ENTER) {
-            /* skipping k optional arguments' initializers lands k OP_JMPs on */
-            uint32_t k;
-
-            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
-                flow_to(fl, in.next + 3 * k, st);
-            }
+        for (k = 1; k <= enter_skips(&in); k++) {
+            flow_to(fl, in.next + 3 * k, st);
         }
         if (ends_flow(in.op)) {
             return 1;
@@ -807,7 +821,7 @@ static int kinds(verifier_t *v)
     const struct mrb_irep_catch_handler *h = mrb_irep_catch_handler_table(irep);
     flow_t fl;
     uint8_t *marks, *st = NULL;
-    uint32_t pos = 0, count = 0, i, n = 0, unwinds = 0;
+    uint32_t pos = 0, count = 0, i, n = 0;
     insn_t in;
     int ok = 1;
 
@@ -815,59 +829,51 @@ static int kinds(verifier_t *v)
     fl.v = v;
     fl.width = (size_t)irep->nregs + 1;
     marks = calloc(irep->ilen, 1);
-    if (marks == NULL) {
+    /* at most one jump per 3 bytes of code */
+    fl.unwinds = calloc(irep->ilen / 3 + 1, sizeof *fl.unwinds);
+    if (marks == NULL || fl.unwinds == NULL) {
+        free(marks);
+        free(fl.unwinds);
         return fail(v, NULL, "out of memory");
     }
     mark(marks, 0, irep->ilen, &count);
     for (i = 0; i < irep->clen; i++) {
         mark(marks, unpack32(h[i].target), irep->ilen, &count);
     }
-    while (pos < irep->ilen && decode(v, pos, &in)) {
-        int64_t target = -1;
+    /* Blocks start where the code does, where an exception, a jump or an
+     * OP_ENTER's skip lands, and after a jump. */
+    for (; pos < irep->ilen && decode(v, pos, &in); pos = in.next) {
+        int64_t target = jump_target(&in);
+        uint32_t k;
 
-        if (in.op == OP_JMP || in.op == OP_JMPUW) {
-            jump(v, &in, in.a, &target);
-        } else if (in.op == OP_JMPIF || in.op == OP_JMPNOT || in.op == OP_JMPNIL) {
-            jump(v, &in, in.b, &target);
-        } else if (in.op == OP_ENTER) {
-            uint32_t k;
-
-            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
-                mark(marks, in.next + 3 * k, irep->ilen, &count);
-            }
+        for (k = 1; k <= enter_skips(&in); k++) {
+            mark(marks, in.next + 3 * k, irep->ilen, &count);
         }
         if (target >= 0) {
             mark(marks, (uint32_t)target, irep->ilen, &count);
             mark(marks, in.next, irep->ilen, &count);
         }
-        unwinds += in.op == OP_JMPUW;
-        pos = in.next;
+        if (in.op == OP_JMPUW) {
+            fl.unwinds[fl.nunwinds++] = (uint32_t)target;
+        }
     }
     /* The states take a byte per register per block. */
     if ((uint64_t)count * fl.width > 64u * 1024 * 1024) {
-        free(marks);
-        return fail(v, NULL, "too large to check: %u blocks of %u registers", (unsigned)count,
-                    (unsigned)irep->nregs);
+        ok = fail(v, NULL, "too large to check: %u blocks of %u registers", (unsigned)count,
+                  (unsigned)irep->nregs);
+        goto done;
     }
     fl.blocks = calloc(count, sizeof *fl.blocks);
     fl.states = calloc(count, fl.width);
     fl.queue = calloc(count, sizeof *fl.queue);
-    fl.unwinds = calloc(unwinds + 1, sizeof *fl.unwinds);
     st = malloc(fl.width);
-    if (fl.blocks == NULL || fl.states == NULL || fl.queue == NULL || fl.unwinds == NULL || st == NULL) {
+    if (fl.blocks == NULL || fl.states == NULL || fl.queue == NULL || st == NULL) {
         ok = fail(v, NULL, "out of memory");
         goto done;
     }
     for (pos = 0; pos < irep->ilen; pos++) {
         if (marks[pos]) {
             fl.blocks[n++].pos = pos;
-        }
-    }
-    for (pos = 0; pos < irep->ilen && decode(v, pos, &in); pos = in.next) {
-        int64_t target = -1;
-
-        if (in.op == OP_JMPUW && jump(v, &in, in.a, &target)) {
-            fl.unwinds[fl.nunwinds++] = (uint32_t)target;
         }
     }
     fl.nblocks = n;
@@ -918,22 +924,18 @@ static int code(verifier_t *v)
         return fail(v, NULL, "out of memory");
     }
     while (ok && pos < irep->ilen) {
-        int64_t target = -1;
+        uint32_t k;
 
         v->starts[pos] = 1;
         ok = decode(v, pos, &in) &&
-             operands(v, &in, have_prev ? &prev[0] : NULL, have_prev > 1 ? &prev[1] : NULL, &target);
-        if (ok && target >= 0) {
-            targets[njumps] = target;
+             operands(v, &in, have_prev ? &prev[0] : NULL, have_prev > 1 ? &prev[1] : NULL);
+        if (ok && jump_target(&in) >= 0) {
+            targets[njumps] = jump_target(&in);
             from[njumps++] = pos;
         }
-        if (ok && in.op == OP_ENTER) {
-            uint32_t k;
-
-            for (k = 1; k <= MRB_ASPEC_OPT(in.a); k++) {
-                targets[njumps] = in.next + 3 * k;
-                from[njumps++] = pos;
-            }
+        for (k = 1; ok && k <= enter_skips(&in); k++) {
+            targets[njumps] = in.next + 3 * k;
+            from[njumps++] = pos;
         }
         prev[1] = prev[0];
         prev[0] = in;

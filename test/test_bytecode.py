@@ -21,11 +21,12 @@ server = module_httpd("bytecode", "AddHandler mruby-script .mrb\n")
 
 
 def opcodes():
+    """{name: (number, operand layout)} from mruby's ops.h."""
     if not os.path.exists(OPS_H):
         pytest.skip("no %s (libmruby-dev)" % OPS_H)
     with open(OPS_H) as f:
-        names = re.findall(r"^OPCODE\((\w+),", f.read(), re.M)
-    return {name: i for i, name in enumerate(names)}
+        table = re.findall(r"^OPCODE\((\w+),\s*(\w+)\)", f.read(), re.M)
+    return {name: (i, layout) for i, (name, layout) in enumerate(table)}
 
 
 def compile_rb(tmp_path, source, name="script"):
@@ -51,16 +52,15 @@ def find(image, op_name, ops, nth=1):
     """Offset in the image of the nth instruction op_name of the top irep
     (the script above has no OP_EXTn, so every instruction is short)."""
     sizes = {"Z": 0, "B": 1, "BB": 2, "BBB": 3, "BS": 3, "BSS": 5, "S": 2, "W": 3}
-    with open(OPS_H) as f:
-        formats = re.findall(r"^OPCODE\(\w+,\s*(\w+)\)", f.read(), re.M)
+    layouts = [layout for _, layout in sorted(ops.values())]
     _, iseq = code(image)
     pos = 0
     while pos < len(iseq):
-        if iseq[pos] == ops[op_name]:
+        if iseq[pos] == ops[op_name][0]:
             nth -= 1
             if nth == 0:
                 return ISEQ + pos
-        pos += 1 + sizes[formats[iseq[pos]]]
+        pos += 1 + sizes[layouts[iseq[pos]]]
     raise AssertionError("no OP_%s in the script's code" % op_name)
 
 
@@ -91,7 +91,7 @@ def damaged(tmp_path):
     # Integer, OP_STRCAT would append to that.
     empty = find(good, "STRING", ops, nth=2)
     strcat = find(good, "STRCAT", ops)
-    case("kind", empty, ops["LOADI"],
+    case("kind", empty, ops["LOADI"][0],
          r"OP_STRCAT at byte %d: register %d may not hold a String" % (strcat - ISEQ, good[strcat + 1]))
     method = find(good, "METHOD", ops)
     case("method", method + 1, good[method + 1] + 1,
@@ -111,7 +111,7 @@ def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_pa
             assert b"hello" not in r.body, name
         server.wait_log(r"MRB00020: .*bad%d\.mrb: invalid mruby bytecode: %s" % (i, why))
         assert server.get("/good.mrb").body == b"hello!", name
-    assert not [line for line in server.error_log().splitlines() if server.is_crash_line(line)]
+    server.check_log()  # no child crashed (or sanitizer report) on any of them
 
 
 def test_a_repaired_file_is_served(server, tmp_path):
@@ -184,5 +184,6 @@ def test_a_script_of_64_registers_runs_in_its_fiber(server):
     for _ in range(20):
         r = server.get("/frame64.mrb")
         assert (r.status, r.body) == (200, b"")
-    assert server.get("/good.mrb").status in (200, 404)
-    assert not [line for line in server.error_log().splitlines() if server.is_crash_line(line)]
+    # Without room, the method is written one register past the fiber's
+    # stack: a heap overflow, which AddressSanitizer (check-asan) reports.
+    server.check_log()
