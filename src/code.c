@@ -202,23 +202,26 @@ typedef struct {
 static mrb_value load_body(mrb_state *mrb, void *ud)
 {
     mm_load_t *l = ud;
-    mrb_irep *irep = mrb_read_irep_buf(mrb, l->bin, l->len);
+    char detail[MM_LOAD_WHY - 32];
+    mrb_irep *irep;
     struct RProc *proc;
 
+    /* mruby's loader trusts the lengths in the file, and its VM every index
+     * in the code: a damaged file must not be read, nor run (rite.c,
+     * verify.c). */
+    if (l->check && !mm_verify_rite(l->bin, l->len, detail, sizeof detail)) {
+        snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
+        return mrb_nil_value();
+    }
+    irep = mrb_read_irep_buf(mrb, l->bin, l->len);
     if (irep == NULL) {
         snprintf(l->why, l->why_len, "invalid or incompatible mruby bytecode");
         return mrb_nil_value();
     }
-    /* mruby's VM trusts every index in the code: a damaged file must not
-     * run (verify.c). */
-    if (l->check) {
-        char detail[MM_LOAD_WHY - 32];
-
-        if (!mm_verify_irep(irep, detail, sizeof detail)) {
-            snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
-            mrb_irep_decref(mrb, irep);
-            return mrb_nil_value();
-        }
+    if (l->check && !mm_verify_irep(irep, detail, sizeof detail)) {
+        snprintf(l->why, l->why_len, "invalid mruby bytecode: %s", detail);
+        mrb_irep_decref(mrb, irep);
+        return mrb_nil_value();
     }
     proc = mrb_proc_new(mrb, irep);
     mrb_irep_decref(mrb, irep);

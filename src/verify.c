@@ -1,8 +1,9 @@
 /* verify.c: checks mruby 3.x bytecode (a RITE image loaded by
  * mrb_read_irep_buf) before it may run.
  *
- * mruby's loader checks the image's framing (sizes, section headers), but
- * its VM then trusts the instructions: a register index past the frame, a
+ * The image's framing (lengths, sections, tables) is checked before
+ * mruby's loader reads it (rite.c); mruby's VM then trusts the
+ * instructions: a register index past the frame, a
  * literal index past the pool or a jump into the middle of an instruction
  * reads or writes outside what was allocated. One damaged byte in a .mrb
  * file could so crash the worker that ran it. The checks below are what
@@ -17,8 +18,7 @@
  * a call with its arguments packed in an Array by a second pass that
  * follows what each register may hold along every path (kinds()).
  * The rest of the VM's instructions look at what they get. Bytecode stays
- * trusted input (docs/directives.md): mruby's loader reads the file before
- * any of this, and trusts it. */
+ * trusted input (docs/directives.md). */
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -959,7 +959,7 @@ static int verify(verifier_t *v, const mrb_irep *irep)
     uint16_t i;
     int ok;
 
-    if (v->depth > 256) {
+    if (v->depth > MM_VERIFY_DEPTH_MAX) {
         return fail(v, NULL, "ireps nested too deeply");
     }
     own.irep = irep;

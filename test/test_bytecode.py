@@ -29,11 +29,11 @@ def opcodes():
     return {name: (i, layout) for i, (name, layout) in enumerate(table)}
 
 
-def compile_rb(tmp_path, source, name="script"):
+def compile_rb(tmp_path, source, name="script", debug=False):
     src = tmp_path / (name + ".rb")
     src.write_text(source)
     out = tmp_path / (name + ".mrb")
-    subprocess.run(["mrbc", "-o", str(out), str(src)], check=True)
+    subprocess.run(["mrbc"] + (["-g"] if debug else []) + ["-o", str(out), str(src)], check=True)
     return bytearray(out.read_bytes())
 
 
@@ -99,18 +99,99 @@ def damaged(tmp_path):
     return good, cases
 
 
-def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_path):
-    good, cases = damaged(tmp_path)
-    server.write("htdocs/good.mrb", bytes(good))
-    assert server.get("/good.mrb").body == b"hello!"
+def sections(image):
+    """{ident: offset} of a RITE image's sections."""
+    found, at = {}, 20
+    while at < len(image):
+        found[bytes(image[at:at + 4])] = at
+        at += struct.unpack(">I", image[at + 4:at + 8])[0]
+    return found
+
+
+def nested(depth):
+    """A RITE image whose ireps are nested depth deep (mrbc's parser stops
+    far sooner), each an empty record: header, no code, no literal, no
+    symbol."""
+    record = lambda rlen: struct.pack(">IHHHHIHH", 20, 1, 1, rlen, 0, 0, 0, 0)
+    irep = b"".join(record(1) for _ in range(depth)) + record(0)
+    irep = b"IREP" + struct.pack(">I", 12 + len(irep)) + b"0300" + irep
+    size = 20 + len(irep) + 8
+    return b"RITE0300" + struct.pack(">I", size) + b"MATZ0000" + irep + b"END\0" + struct.pack(">I", 8)
+
+
+def damaged_framing(tmp_path):
+    """(name, image, what the error log says) for files whose lengths or
+    tables mruby's loader would have trusted: compiled with debug
+    information, so that they have all four sections."""
+    good = compile_rb(tmp_path, SCRIPT, "framing", debug=True)
+    at = sections(good)
+    assert set(at) == {b"IREP", b"DBG\0", b"LVAR", b"END\0"}, at
+    cases = []
+
+    def case(name, image, why):
+        cases.append((name, bytes(image), why))
+
+    def patched(offset, data):
+        image = bytearray(good)
+        image[offset:offset + len(data)] = data
+        return image
+
+    case("version", patched(4, b"0400"),
+         r"format 0400, not this mruby's 0300: compile it with this mruby's mrbc")
+    case("truncated", good[:-9], r"the file is %d bytes, its header says %d" % (len(good) - 9, len(good)))
+    # The top irep's record: its header, code and handlers, literals, then
+    # its symbols, the first one's length made to run past the section.
+    nregs, iseq = code(good)
+    clen = struct.unpack(">H", good[42:44])[0]
+    pos = ISEQ + len(iseq) + 13 * clen
+    plen = struct.unpack(">H", good[pos:pos + 2])[0]
+    pos += 2
+    for _ in range(plen):
+        tt = good[pos]
+        pos += 1 + {0: 3 + struct.unpack(">H", good[pos + 1:pos + 3])[0], 1: 4, 3: 8, 5: 8}[tt]
+    case("symbol", patched(pos + 2, struct.pack(">H", 0x7000)),
+         r"IREP section, irep 0: symbol 0 runs past the end of the section \(at byte %d of the file\)"
+         % (pos + 4))
+    # DBG: the names of the files, then the top irep's line record: its
+    # size, its count of files, the first one's start and file name index.
+    dbg = at[b"DBG\0"] + 8
+    names = struct.unpack(">H", good[dbg:dbg + 2])[0]
+    rec = dbg + 2
+    for _ in range(names):
+        rec += 2 + struct.unpack(">H", good[rec:rec + 2])[0]
+    case("file name", patched(rec + 10, struct.pack(">H", 7)),
+         r"DBG section, irep 0: file name 7 of %d" % names)
+    case("line table start", patched(rec + 6, b"\0\0\0\x09"),
+         r"DBG section, irep 0: a file's line table starts at byte 9 of the code")
+    # LVAR: the count of names, then each name's length and bytes: mruby's
+    # loader read as many bytes as the length said.
+    lvar = at[b"LVAR"] + 8
+    case("local variable name", patched(lvar + 4, b"\xff\xff"),
+         r"LVAR section: name 0 runs past the end of the section")
+    case("section size", patched(at[b"LVAR"] + 4, b"\0\0\x10\0"),
+         r"section LVAR of 4096 bytes does not fit in the file")
+    case("nesting", nested(300), r"IREP section, irep 257: ireps nested more than 256 deep")
+    return good, cases
+
+
+# The code's damage (verify.c) and the framing's (rite.c, refused before
+# mruby's loader reads the file).
+KINDS = {"code": damaged, "framing": damaged_framing}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_damaged_bytecode_is_refused_and_the_worker_keeps_serving(server, tmp_path, kind):
+    good, cases = KINDS[kind](tmp_path)
+    server.write("htdocs/good-%s.mrb" % kind, bytes(good))
+    assert server.get("/good-%s.mrb" % kind).body == b"hello!"
     for i, (name, image, why) in enumerate(cases):
-        server.write("htdocs/bad%d.mrb" % i, image)
+        server.write("htdocs/bad-%s%d.mrb" % (kind, i), image)
         for _ in range(3):  # each VM that meets it refuses it
-            r = server.get("/bad%d.mrb" % i)
+            r = server.get("/bad-%s%d.mrb" % (kind, i))
             assert r.status == 500, name
             assert b"hello" not in r.body, name
-        server.wait_log(r"MRB00020: .*bad%d\.mrb: invalid mruby bytecode: %s" % (i, why))
-        assert server.get("/good.mrb").body == b"hello!", name
+        server.wait_log(r"MRB00020: .*bad-%s%d\.mrb: invalid mruby bytecode: %s" % (kind, i, why))
+        assert server.get("/good-%s.mrb" % kind).body == b"hello!", name
     server.check_log()  # no child crashed (or sanitizer report) on any of them
 
 
@@ -122,8 +203,9 @@ def test_a_repaired_file_is_served(server, tmp_path):
     assert server.get("/repaired.mrb").body == b"hello!"
 
 
-def test_damaged_bytecode_fails_configtest(make_httpd, mpm, tmp_path):
-    _, cases = damaged(tmp_path)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_damaged_bytecode_fails_configtest(make_httpd, mpm, tmp_path, kind):
+    _, cases = KINDS[kind](tmp_path)
     srv = make_httpd("bytecode-config", mpm)
     name, image, why = cases[2]
     srv.write("scripts/bad.mrb", image)
