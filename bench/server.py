@@ -3,15 +3,17 @@ under a fresh ServerRoot, listening on 127.0.0.1, optionally pinned to a
 set of CPUs, and the /proc readings (CPU time, memory) of its processes."""
 
 import os
-import pwd
-import grp
 import resource
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+from loopback import free_port, run_user  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -25,12 +27,6 @@ def raise_nofile():
     want = NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mpm_config(mpm, workers, threads_per_child):
@@ -49,19 +45,6 @@ def mpm_config(mpm, workers, threads_per_child):
         "MaxSpareThreads": children * threads_per_child,
         "MaxRequestWorkers": children * threads_per_child,
     }
-
-
-def run_user():
-    """httpd's children must not run as root."""
-    if os.geteuid() != 0:
-        return None
-    for user in ("www-data", "nobody"):
-        try:
-            pw = pwd.getpwnam(user)
-            return user, grp.getgrgid(pw.pw_gid).gr_name
-        except KeyError:
-            continue
-    return None
 
 
 def process_cpu_seconds(pid):

@@ -4,7 +4,6 @@ chosen MPM. Stopping it checks its error log for crashes."""
 
 import http.client
 import os
-import pwd
 import re
 import shutil
 import signal
@@ -14,6 +13,8 @@ import tempfile
 import time
 
 import pytest
+
+from loopback import free_port, run_user
 
 HTTPD = os.environ.get("MM_HTTPD", "/usr/sbin/apache2")
 MODULES_DIR = os.environ.get("MM_MODULES_DIR", "/usr/lib/apache2/modules")
@@ -134,27 +135,6 @@ def well_inside_window(period, margin):
     left = period - time.time() % period
     if left < margin:
         time.sleep(left + 0.5)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run_user():
-    """httpd's children must not run as root; when the tests run as root,
-    they run as www-data (or nobody)."""
-    if os.geteuid() != 0:
-        return None
-    for user in ("www-data", "nobody"):
-        try:
-            pw = pwd.getpwnam(user)
-            import grp
-            return user, grp.getgrgid(pw.pw_gid).gr_name
-        except KeyError:
-            continue
-    return None
 
 
 class Response:
