@@ -308,29 +308,6 @@ static mrb_value run_direct(mrb_state *mrb, void *proc)
     return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
 }
 
-/* Every frame's stack has room for one register after its last, which
- * mrbc's code uses (verify.c); mruby makes a new fiber's stack 64 registers
- * long, or 64 more than the block's frame when that is longer: a script of
- * exactly 64 would write past it. The fiber has not run yet, so only its
- * first two frames point into the stack. */
-static void room_after_frame(mrb_state *mrb, struct mrb_context *cxt, size_t nregs)
-{
-    size_t have = (size_t)(cxt->stend - cxt->stbase), i;
-    mrb_value *stack;
-
-    if (have > nregs) {
-        return;
-    }
-    stack = mrb_realloc(mrb, cxt->stbase, (nregs + 1) * sizeof(mrb_value));
-    for (i = have; i <= nregs; i++) {
-        stack[i] = mrb_nil_value();
-    }
-    cxt->stbase = stack;
-    cxt->stend = stack + nregs + 1;
-    cxt->cibase[0].stack = stack;
-    cxt->cibase[1].stack = stack;
-}
-
 /* A script that may sleep runs in a fiber, made from the script's block
  * (mm_code_fiber_block): Fiber.new's work without the method call, which
  * costs as much as the fiber. The fiber is what the body returns, so
@@ -363,7 +340,7 @@ static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
      * switched, so a C method's return would look like a yield. The
      * script's top level defines into Object. */
     cxt->cibase->u.target_class = mrb->object_class;
-    room_after_frame(mrb, cxt, block->body.irep->nregs);
+    mm_vm_fiber_room(mrb, cxt, block->body.irep->nregs);
     resume_from_root(mrb, run->fiber);
 
     return run->fiber;

@@ -15,7 +15,9 @@
 #include "ap_mpm.h"
 
 #include <mruby.h>
+#include <mruby/class.h>
 #include <mruby/error.h>
+#include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
 
@@ -102,6 +104,56 @@ static void keep_shared_errors(mrb_state *mrb, mm_vm_t *vm)
     mrb_gc_register(mrb, vm->stack_error_message);
 }
 
+/* The fiber has not run yet, so only its first two frames point into the
+ * stack. */
+void mm_vm_fiber_room(mrb_state *mrb, struct mrb_context *cxt, size_t nregs)
+{
+    size_t have = (size_t)(cxt->stend - cxt->stbase), i;
+    mrb_value *stack;
+
+    if (have > nregs) {
+        return;
+    }
+    stack = mrb_realloc(mrb, cxt->stbase, (nregs + 1) * sizeof(mrb_value));
+    for (i = have; i <= nregs; i++) {
+        stack[i] = mrb_nil_value();
+    }
+    cxt->stbase = stack;
+    cxt->stend = stack + nregs + 1;
+    cxt->cibase[0].stack = stack;
+    cxt->cibase[1].stack = stack;
+}
+
+/* Fiber.new of a block of 64 registers: see mm_vm_fiber_room. mruby's own
+ * Fiber#initialize makes the fiber; this one then gives its stack the room
+ * it lacks. */
+static mrb_value fiber_initialize(mrb_state *mrb, mrb_value self)
+{
+    mrb_value fiber = mm_vm_of(mrb)->fiber_initialize(mrb, self);
+    struct mrb_context *cxt;
+
+    if (mrb_type(self) != MRB_TT_FIBER) {
+        return fiber;
+    }
+    cxt = ((struct RFiber *)mrb_ptr(self))->cxt;
+    if (cxt && cxt->status == MRB_FIBER_CREATED && cxt->cibase->proc && !MRB_PROC_CFUNC_P(cxt->cibase->proc)) {
+        mm_vm_fiber_room(mrb, cxt, cxt->cibase->proc->body.irep->nregs);
+    }
+    return fiber;
+}
+
+/* Wraps mruby's Fiber#initialize (a C method) in fiber_initialize. */
+static void wrap_fiber_initialize(mrb_state *mrb, mm_vm_t *vm)
+{
+    struct RClass *c = vm->fiber_class;
+    mrb_method_t m = mrb_method_search_vm(mrb, &c, vm->sym_initialize);
+
+    if (!MRB_METHOD_UNDEF_P(m) && MRB_METHOD_CFUNC_P(m)) {
+        vm->fiber_initialize = MRB_METHOD_CFUNC(m);
+        mrb_define_method_id(mrb, vm->fiber_class, vm->sym_initialize, fiber_initialize, MRB_ARGS_BLOCK());
+    }
+}
+
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
     mm_binding_init(mrb);
@@ -127,6 +179,7 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     mm_vm_of(mrb)->fiber_class = mrb_class_get(mrb, "Fiber");
     mrb_gc_register(mrb, mrb_obj_value(mm_vm_of(mrb)->fiber_class));
     mm_vm_of(mrb)->sym_initialize = mrb_intern_lit(mrb, "initialize");
+    wrap_fiber_initialize(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
     keep_shared_errors(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->gc_interval_ratio = mrb->gc.interval_ratio;

@@ -31,6 +31,7 @@ struct mm_vm {
     uintptr_t serial;             /* counts runs; wrapper objects remember theirs */
     struct RClass *fiber_class;   /* Fiber: what scripts that may sleep run in */
     mrb_sym sym_initialize;       /* :initialize, interned once */
+    mrb_func_t fiber_initialize;  /* mruby's own Fiber#initialize, which the VM's wraps */
     mrb_sym sym_backtrace;        /* :backtrace (an exception's), interned once */
     struct RClass *http_error;    /* Apache::HTTPError, whatever scripts do to the constant */
     struct RClass *timeout_class; /* Apache::Timeout, the same way */
@@ -98,6 +99,13 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
 /* True when this child's MPM can suspend requests (event): then fibers may
  * sleep and VMs are locked. Set in child_init. */
 extern int mm_vm_async;
+
+/* Every frame's stack has room for one register after its last, which
+ * mrbc's code uses (verify.c); mruby makes a new fiber's stack 64 registers
+ * long, or 64 more than the block's frame when that is longer: a block of
+ * exactly 64 would write past it. Gives the stack of cxt, a fiber just
+ * made for a block of nregs registers, that room. */
+void mm_vm_fiber_room(mrb_state *mrb, struct mrb_context *cxt, size_t nregs);
 
 /* Makes vm the calling thread's VM until mm_vm_leave (a timed callback
  * resuming a sleeping script of another thread's VM), and takes its lock.

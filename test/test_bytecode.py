@@ -255,17 +255,29 @@ def test_mrbc_output_always_passes(make_httpd, tmp_path):
     assert code_ == 0 and "Syntax OK" in out, out
 
 
-def test_a_script_of_64_registers_runs_in_its_fiber(server):
-    # mrbc's code uses the register after a frame's last (here `def self.x`
-    # makes its method there); a script that may sleep runs in a fiber,
-    # whose stack mruby makes exactly 64 registers long for a frame of 64.
-    names = ["v%d" % i for i in range(62)]
-    script = ("Apache::Async\n" + "; ".join("%s = %d" % (n, i) for i, n in enumerate(names)) +
-              "\ndef self.twice(x) x * 2 end\n")
-    server.write("htdocs/frame64.mrb", script)
+def frame64(n):
+    return "; ".join("v%d = %d" % (i, i) for i in range(n))
+
+
+# mrbc's code uses the register after a frame's last (here `def self.twice`
+# makes its method there), and mruby makes the stack of a fiber exactly 64
+# registers long for a frame of 64: a script that may sleep runs in a fiber
+# of its own, and a script may make one (Fiber.new).
+FRAMES_OF_64 = {
+    "script": ("Apache::Async\n" + frame64(62) + "\ndef self.twice(x) x * 2 end\n", b""),
+    "Fiber.new": ("f = Fiber.new do\n" + frame64(61) + "\n  def self.twice(x) x * 2 end\nend\n"
+                  "Apache.rputs \"#{f.resume} #{twice(21)}\"\n", b"twice 42"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FRAMES_OF_64))
+def test_a_frame_of_64_registers_runs_in_a_fiber(server, kind):
+    script, body = FRAMES_OF_64[kind]
+    name = "htdocs/frame64-%s.mrb" % kind.replace(".", "")
+    server.write(name, script)
     for _ in range(20):
-        r = server.get("/frame64.mrb")
-        assert (r.status, r.body) == (200, b"")
+        r = server.get(name[len("htdocs"):])
+        assert (r.status, r.body) == (200, body)
     # Without room, the method is written one register past the fiber's
     # stack: a heap overflow, which AddressSanitizer (check-asan) reports.
     server.check_log()
