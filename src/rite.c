@@ -23,11 +23,11 @@
 
 #include "verify.h"
 
-#define BINARY_HEADER 20 /* "RITE", version, size, compiler name and version */
-#define SECTION_HEADER 8 /* ident, size */
-#define IREP_HEADER 12   /* ident, size, instruction set version */
-#define RECORD_HEADER 16 /* size, nlocals, nregs, rlen, clen, ilen */
-#define HANDLER_SIZE 13  /* an exception handler's entry */
+#define BINARY_HEADER  20 /* "RITE", version, size, compiler name and version */
+#define SECTION_HEADER 8  /* ident, size */
+#define IREP_HEADER    12 /* ident, size, instruction set version */
+#define RECORD_HEADER  16 /* size, nlocals, nregs, rlen, clen, ilen */
+#define HANDLER_SIZE   13 /* an exception handler's entry */
 
 typedef struct {
     const uint8_t *image;
@@ -53,8 +53,7 @@ static int fail(rite_t *r, const uint8_t *at, const char *fmt, ...)
 
     if (r->section && r->irep) {
         n = snprintf(r->why, r->why_len, "%s section, irep %u: ", r->section, r->irep - 1);
-    }
-    else if (r->section) {
+    } else if (r->section) {
         n = snprintf(r->why, r->why_len, "%s section: ", r->section);
     }
     if (n < 0 || (size_t)n >= r->why_len) {
@@ -65,7 +64,8 @@ static int fail(rite_t *r, const uint8_t *at, const char *fmt, ...)
     va_end(ap);
     n = (int)strlen(r->why);
     if (at && (size_t)n < r->why_len) {
-        snprintf(r->why + n, r->why_len - (size_t)n, " (at byte %lu of the file)", (unsigned long)(at - r->image));
+        snprintf(r->why + n, r->why_len - (size_t)n, " (at byte %lu of the file)",
+                 (unsigned long)(at - r->image));
     }
     return 0;
 }
@@ -86,8 +86,7 @@ static name_t name4(const uint8_t *p)
     for (i = 0; i < 4; i++) {
         if (p[i] >= 0x20 && p[i] < 0x7f) {
             n.s[at++] = (char)p[i];
-        }
-        else {
+        } else {
             at += (size_t)snprintf(n.s + at, sizeof n.s - at, "\\x%02x", p[i]);
         }
     }
@@ -146,7 +145,7 @@ static int string(rite_t *r, cursor_t *c, size_t len, const char *what, unsigned
 static int record_size(rite_t *r, const uint8_t *rec, const cursor_t *c, uint32_t size)
 {
     return (size_t)(c->p - rec) == size || fail(r, rec, "its record says %lu bytes, its contents take %lu",
-                                                    (unsigned long)size, (unsigned long)(c->p - rec));
+                                                (unsigned long)size, (unsigned long)(c->p - rec));
 }
 
 static int pool(rite_t *r, cursor_t *c)
@@ -476,18 +475,15 @@ int mm_verify_rite(const uint8_t *bin, size_t len, char *why, size_t why_len)
             }
             records = s.p;
             ok = irep_record(&r, &s, 0);
-        }
-        else if (memcmp(h, RITE_SECTION_DEBUG_IDENT, 4) == 0 && records && !debug) {
+        } else if (memcmp(h, RITE_SECTION_DEBUG_IDENT, 4) == 0 && records && !debug) {
             r.section = "DBG";
             r.next = records;
             ok = debug = debug_section(&r, &s);
-        }
-        else if (memcmp(h, RITE_SECTION_LV_IDENT, 4) == 0 && records && !lv) {
+        } else if (memcmp(h, RITE_SECTION_LV_IDENT, 4) == 0 && records && !lv) {
             r.section = "LVAR";
             r.next = records;
             ok = lv = lv_section(&r, &s);
-        }
-        else {
+        } else {
             return fail(&r, h, "unexpected section %s", name4(h).s);
         }
         if (!ok) {

@@ -136,7 +136,8 @@ static mrb_value fiber_initialize(mrb_state *mrb, mrb_value self)
         return fiber;
     }
     cxt = ((struct RFiber *)mrb_ptr(self))->cxt;
-    if (cxt && cxt->status == MRB_FIBER_CREATED && cxt->cibase->proc && !MRB_PROC_CFUNC_P(cxt->cibase->proc)) {
+    if (cxt && cxt->status == MRB_FIBER_CREATED && cxt->cibase->proc &&
+        !MRB_PROC_CFUNC_P(cxt->cibase->proc)) {
         mm_vm_fiber_room(mrb, cxt, cxt->cibase->proc->body.irep->nregs);
     }
     return fiber;
