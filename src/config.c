@@ -44,15 +44,44 @@ void *mm_config_create_dir(apr_pool_t *p, char *dir)
     return conf;
 }
 
+/* Whether a section has none of the module's directives: what
+ * mm_config_create_dir made. */
+static int is_empty(const mm_dir_conf_t *conf)
+{
+    int i;
+
+    if (conf->phases || conf->timeout != MM_UNSET || conf->body_limit != MM_UNSET ||
+        conf->fields_limit != MM_UNSET) {
+        return 0;
+    }
+    for (i = 0; i < MM_SLOT_COUNT; i++) {
+        if (conf->slots[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
 {
     const mm_dir_conf_t *base = basev, *add = addv;
-    mm_dir_conf_t *conf = apr_palloc(p, sizeof *conf);
+    mm_dir_conf_t *conf;
     unsigned int set;
     int i;
 
-    /* Runs for each request a section applies to: only the phases the
-     * section scripts are looked at. */
+    /* Runs for each request a section applies to. Most merges have one
+     * side without any of the module's directives (a <Location> with
+     * scripts over a server without any, a section of other modules'
+     * directives): the other side is the result, as it is (configurations
+     * are never written once read). Otherwise only the phases the section
+     * scripts are looked at. */
+    if (is_empty(add)) {
+        return basev;
+    }
+    if (is_empty(base)) {
+        return addv;
+    }
+    conf = apr_palloc(p, sizeof *conf);
     *conf = *base;
     for (set = add->phases; set != 0; set &= set - 1) {
         i = __builtin_ctz(set);
