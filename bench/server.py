@@ -94,7 +94,11 @@ class Server:
         self.mpm_conf = mpm_conf
         self.cpus = cpus
         self.log_level = log_level
-        self.root = tempfile.mkdtemp(prefix="mm-bench-%s-%s-" % (mpm, name), dir=tmp)
+        # The same length for every target and MPM: httpd walks the
+        # document root's path on every request (translate_name, the
+        # directory walk), and a root named after the target cost the
+        # targets with longer names up to 300 instructions per request.
+        self.root = tempfile.mkdtemp(prefix="mm-bench-", dir=tmp)
         os.chmod(self.root, 0o755)
         self.docroot = os.path.join(self.root, "htdocs")
         for sub in ("htdocs", "run", "logs"):

@@ -21,6 +21,13 @@ GROUP_REALISTIC = "realistic"  # the realistic handler; mod_mruby compared to mo
 # a failed stat; a file named by AddHandler costs neither, which is worth
 # about a microsecond of CPU. Each shape has its own C floor, so that "× C floor"
 # compares handlers, not URL mappings.
+#
+# Targets compared with each other answer the same bytes (mod_bench_hello.c)
+# at URLs of the same length: httpd's own work on a URL (normalizing it,
+# joining it to the document root, the directory walk) grows with its
+# length, 15 to 25 instructions per character, which the target with the
+# longer URL would pay. So the <Location> targets are /c, /i and /f, and
+# the file targets /hello.hlo, /hello.mrb, /hello.lua and /hello.txt.
 SHAPE_LOCATION = "location"
 SHAPE_FILE = "file"
 FLOOR = {SHAPE_LOCATION: "c", SHAPE_FILE: "c_file"}
@@ -83,17 +90,17 @@ TARGETS = [
     Target("static", "static file", GROUP_HELLO, "/hello.txt", files={"hello.txt": HELLO}),
     Target("c", "C handler (floor)", GROUP_HELLO, "/c", ["bench_hello"],
            "<Location /c>\n    SetHandler bench-hello\n</Location>", shape=SHAPE_LOCATION),
-    Target("c_file", "C handler, file (floor)", GROUP_HELLO, "/hello.hello", ["bench_hello"],
-           "AddHandler bench-hello .hello", {"hello.hello": ""}),
+    Target("c_file", "C handler, file (floor)", GROUP_HELLO, "/hello.hlo", ["bench_hello"],
+           "AddHandler bench-hello .hlo", {"hello.hlo": ""}),
     Target("lua", "mod_lua", GROUP_HELLO, "/hello.lua", ["lua"], LUA_CONF,
            {"hello.lua": script("hello.lua")}),
     Target("perl", "mod_perl Registry", GROUP_HELLO, "/hello.pl", ["perl"], PERL_CONF,
            {"hello.pl": script("hello.pl")}, packages=["libapache2-mod-perl2"]),
-    mruby_inline("mruby_inline", "mod_mruby inline", "Apache.rputs 'hello world!'"),
+    mruby_inline("mruby_inline", "mod_mruby inline", "Apache.rputs 'hello world!'", "/i"),
     # Naming Apache::Async makes the script run in a fiber (on the event MPM
     # only: elsewhere it cannot suspend, and runs directly). Against
     # mruby_inline, this also counts one constant lookup.
-    mruby_inline("mruby_fiber", "mod_mruby fiber", "x = Apache::Async; Apache.rputs 'hello world!'"),
+    mruby_inline("mruby_fiber", "mod_mruby fiber", "x = Apache::Async; Apache.rputs 'hello world!'", "/f"),
 
     Target("mruby_file", "mod_mruby file", GROUP_HELLO, "/hello.mrb", ["mruby"],
            "AddHandler mruby-script .mrb", {"hello.mrb": script("hello.mrb")}),
