@@ -29,14 +29,12 @@ def time_wait_sockets():
 def drain_time_wait(most=100, timeout=90):
     """Waits until at most `most` sockets are in TIME_WAIT (or timeout s);
     returns the seconds waited. A flood of 20000 connections leaves as many
-    sockets in TIME_WAIT for a minute. Floods started while thousands were
-    left (the bench once waited for 4000 or fewer) were slower and slower,
-    flood after flood, whatever the target: 6,015, 4,683 and 3,674 rps for
-    three targets in a row, in either order, with the kernel counting
-    thousands of accept-queue overflows (SYNs dropped, sent again a second
-    or more later); in a full run the last two floods stalled until ab gave
-    up. After a full drain (about 60 s) the same three got 10,558, 6,827
-    and 12,619 rps: no longer in the order they ran."""
+    sockets in TIME_WAIT for a minute; the bench once waited only until
+    4000 or fewer were left. The drain takes that variable away, but it
+    does not stop what it was meant to: in a run of eight floods the rates
+    still fall flood after flood, whatever the target, and the seventh or
+    eighth stalls until ab gives up (docs/benchmarks.md, "An open
+    question")."""
     start = time.monotonic()
     while time_wait_sockets() > most and time.monotonic() - start < timeout:
         time.sleep(1)

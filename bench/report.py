@@ -50,7 +50,9 @@ def fmt(v, spec="%.0f"):
 
 def throughput_table(results, mpm, load, group):
     m = results["mpms"][mpm]
-    rows = [n for n in ordered(m["targets"]) if BY_NAME[n].group == group]
+    # Targets measured under this load (none with --rounds 0).
+    rows = [n for n in ordered(m["targets"])
+            if BY_NAME[n].group == group and m["targets"][n]["runs"].get(load["name"])]
     if not rows:
         return []
     static = median_of(results, mpm, "static", load["name"])
@@ -241,7 +243,8 @@ def chart(results, path):
     """Grouped bars of every target on every MPM: requests per second, one
     panel per load, and server CPU per request under the first load, which
     other load on the machine disturbs less. Medians, with whiskers from the
-    lowest to the highest round."""
+    lowest to the highest round. False without matplotlib, None when
+    there is nothing to draw."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -250,6 +253,9 @@ def chart(results, path):
         return False
     loads = results["loads"]
     mpms = [m for m in MPMS if m in results["mpms"]]
+    if not any(runs for m in mpms for t in results["mpms"][m]["targets"].values()
+               for runs in t["runs"].values()):
+        return None  # --rounds 0: nothing measured under the loads
     names = ordered(n for m in mpms for n in results["mpms"][m]["targets"])
     panels = [(load, "rps", "requests per second") for load in loads]
     panels.append((loads[0], "cpu_us", "server CPU µs per request (lower is better)"))
