@@ -34,32 +34,29 @@ void mm_config_pre_config(apr_pool_t *pconf)
     memset(&mm_settings, 0, sizeof mm_settings);
 }
 
+/* A section without any of the module's directives. Static: its padding
+ * is zero, and stays so in the copies made with memcpy. */
+static const mm_dir_conf_t empty_conf = {
+    .timeout = MM_UNSET,
+    .body_limit = MM_UNSET,
+    .fields_limit = MM_UNSET,
+};
+
 void *mm_config_create_dir(apr_pool_t *p, char *dir)
 {
-    mm_dir_conf_t *conf = apr_pcalloc(p, sizeof *conf);
+    mm_dir_conf_t *conf = apr_palloc(p, sizeof *conf);
 
-    conf->timeout = MM_UNSET;
-    conf->body_limit = MM_UNSET;
-    conf->fields_limit = MM_UNSET;
+    memcpy(conf, &empty_conf, sizeof *conf);
     return conf;
 }
 
-/* Whether a section has none of the module's directives: what
- * mm_config_create_dir made. */
+/* Whether a section is as mm_config_create_dir made it, byte for byte:
+ * whatever field a directive sets makes it differ. (A merged
+ * configuration, whose padding may differ, is never empty anyway.) The
+ * phases with scripts, the usual difference, are looked at first. */
 static int is_empty(const mm_dir_conf_t *conf)
 {
-    int i;
-
-    if (conf->phases || conf->timeout != MM_UNSET || conf->body_limit != MM_UNSET ||
-        conf->fields_limit != MM_UNSET) {
-        return 0;
-    }
-    for (i = 0; i < MM_SLOT_COUNT; i++) {
-        if (conf->slots[i]) {
-            return 0;
-        }
-    }
-    return 1;
+    return conf->phases == 0 && memcmp(conf, &empty_conf, sizeof *conf) == 0;
 }
 
 void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
