@@ -243,19 +243,19 @@ def chart(results, path):
     """Grouped bars of every target on every MPM: requests per second, one
     panel per load, and server CPU per request under the first load, which
     other load on the machine disturbs less. Medians, with whiskers from the
-    lowest to the highest round. False without matplotlib, None when
-    there is nothing to draw."""
+    lowest to the highest round. Returns None once drawn, else why there is
+    no chart."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
+        return "matplotlib is missing"
     loads = results["loads"]
     mpms = [m for m in MPMS if m in results["mpms"]]
     if not any(runs for m in mpms for t in results["mpms"][m]["targets"].values()
                for runs in t["runs"].values()):
-        return None  # --rounds 0: nothing measured under the loads
+        return "no round was run"
     names = ordered(n for m in mpms for n in results["mpms"][m]["targets"])
     panels = [(load, "rps", "requests per second") for load in loads]
     panels.append((loads[0], "cpu_us", "server CPU µs per request (lower is better)"))
@@ -288,4 +288,4 @@ def chart(results, path):
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
+    return None
