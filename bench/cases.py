@@ -28,13 +28,9 @@ def time_wait_sockets():
 
 def drain_time_wait(most=100, timeout=90):
     """Waits until at most `most` sockets are in TIME_WAIT (or timeout s);
-    returns the seconds waited. A flood of 20000 connections leaves as many
-    sockets in TIME_WAIT for a minute; the bench once waited only until
-    4000 or fewer were left. The drain takes that variable away, but it
-    does not stop what it was meant to: in a run of eight floods the rates
-    still fall flood after flood, whatever the target, and the seventh or
-    eighth stalls until ab gives up (docs/benchmarks.md, "An open
-    question")."""
+    returns the seconds waited. A flood leaves up to one socket in
+    TIME_WAIT per connection, for a minute; each flood starts without
+    them."""
     start = time.monotonic()
     while time_wait_sockets() > most and time.monotonic() - start < timeout:
         time.sleep(1)

@@ -102,7 +102,7 @@ def memory_table(results, mpm):
         lines.append("| %s | %d | %.1f | %.1f | %.0f | %s | %s |" % (
             label(name), mem["children"], mem["rss_mib_per_child"], mem["private_mib_per_child"],
             mem["growth_kib_per_worker"], fmt(mem["vms"], "%d"), fmt(mem["growth_kib_per_vm"])))
-    return lines
+    return lines if len(lines) > 2 else []
 
 
 def flood_table(results):
@@ -114,6 +114,9 @@ def flood_table(results):
              "fd exhaustion | scoreboard full | error-log errors |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, f in rows:
+        if "error" in f:
+            lines.append("| %s | could not run: %s |||||||||" % (label(name), f["error"].replace("|", "/")))
+            continue
         lines.append("| %s | %.0f | %d | %d | %d | %d | %d | %d | %d | %d |" % (
             label(name), f["rps"], f["real_failures"], f["connect"], f["receive"], f["exceptions"],
             f["non2xx"], f["log"]["fd exhaustion"], f["log"]["scoreboard full"], f["log"]["errors"]))
@@ -178,9 +181,12 @@ def verdicts(results):
     flood = {n: t["flood"] for n, t in results["mpms"].get("event", {}).get("targets", {}).items()
              if "flood" in t and n.startswith("mruby")}
     if flood:
-        fails = sum(f["real_failures"] for f in flood.values())
+        fails = sum(f.get("real_failures", 0) for f in flood.values())
+        broken = sum("error" in f for f in flood.values())
         out.append(("zero real failures at ab -c %d without keep-alive (mod_mruby)"
-                    % next(iter(flood.values()))["concurrency"], "%d failures" % fails, "", fails == 0))
+                    % next(iter(flood.values()))["concurrency"],
+                    "%d failures%s" % (fails, ", %d floods could not run" % broken if broken else ""), "",
+                    fails == 0 and not broken))
     return out
 
 
@@ -212,7 +218,9 @@ def markdown(results):
                 table = throughput_table(results, mpm, load, group)
                 if table:
                     lines += ["", "### %s: `%s`" % (title, load["label"]), ""] + table
-        lines += ["", "### memory after the runs", ""] + memory_table(results, mpm)
+        table = memory_table(results, mpm)
+        if table:
+            lines += ["", "### memory after the runs", ""] + table
         for name, why in m.get("unsupported", {}).items():
             lines += ["", "%s could not run on %s: %s" % (label(name), mpm, why)]
         for name, crashes in m.get("crashes", {}).items():
