@@ -129,7 +129,7 @@ def parallel_table(results):
         return []
     lines = ["| module | loop length | one request (s) | two at once (s) | ratio median | min | max |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for lang, r in rows.items():
+    for lang, r in sorted(rows.items(), key=lambda kv: (kv[0] != "mruby", kv[0])):  # mod_mruby first
         if "error" in r:
             lines.append("| %s | failed: %s | | | | | |" % (lang, r["error"]))
             continue
@@ -212,19 +212,21 @@ def markdown(results):
         if mpm not in results["mpms"]:
             continue
         m = results["mpms"][mpm]
-        lines += ["", "## %s MPM" % mpm]
+        section = []
         for load in loads:
             for group, title in ((GROUP_HELLO, "hello world"), (GROUP_REALISTIC, "realistic handler")):
                 table = throughput_table(results, mpm, load, group)
                 if table:
-                    lines += ["", "### %s: `%s`" % (title, load["label"]), ""] + table
+                    section += ["", "### %s: `%s`" % (title, load["label"]), ""] + table
         table = memory_table(results, mpm)
         if table:
-            lines += ["", "### memory after the runs", ""] + table
+            section += ["", "### memory after the runs", ""] + table
         for name, why in m.get("unsupported", {}).items():
-            lines += ["", "%s could not run on %s: %s" % (label(name), mpm, why)]
+            section += ["", "%s could not run on %s: %s" % (label(name), mpm, why)]
         for name, crashes in m.get("crashes", {}).items():
-            lines += ["", "%s: crashes in the error log: %s" % (label(name), "; ".join(crashes))]
+            section += ["", "%s: crashes in the error log: %s" % (label(name), "; ".join(crashes))]
+        if section:
+            lines += ["", "## %s MPM" % mpm] + section
     for load in loads:
         lines += client_bound_note(results, load)
     table = flood_table(results)
