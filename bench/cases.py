@@ -45,6 +45,12 @@ def flood(srv, requests, concurrency, client_cpus):
     log = srv.error_log()[len(before):]
     found = {k: len(re.findall(p, log)) for k, p in FLOOD_LOG_PATTERNS.items()}
     out = dict(res.summary(), log=found, waited_s=waited)
+    if found["errors"] > found["MaxRequestWorkers reached"]:
+        # "errors" counts httpd's notice (logged at error level) too.
+        lines = [l for l in log.splitlines()
+                 if re.search(FLOOD_LOG_PATTERNS["errors"], l)
+                 and not re.search(FLOOD_LOG_PATTERNS["MaxRequestWorkers reached"], l)]
+        out["error_lines"] = lines[:5]
     if res.real_failures:
         # Evidence for whoever looks into it: what ab and httpd said.
         out["ab_tail"] = res.output[-1500:]
