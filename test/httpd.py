@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import procs
 from loopback import free_port, run_user
 
 HTTPD = os.environ.get("MM_HTTPD", "/usr/sbin/apache2")
@@ -319,13 +320,17 @@ class Httpd:
 
     def graceful(self, wait=True, timeout=20):
         """apachectl -k graceful: SIGUSR1 to the parent; waits for the new
-        generation to be announced."""
+        generation to be announced, then for the old generation's children
+        to exit: until they do, an idle one may still accept a connection
+        and answer it with the old configuration."""
         before = self.error_log().count("resuming normal operations")
+        old_children = procs.children(self.pid)
         self.signal(signal.SIGUSR1)
         if wait:
             deadline = time.time() + timeout
             while time.time() < deadline:
                 if self.error_log().count("resuming normal operations") > before:
+                    procs.wait_gone(old_children, max(deadline - time.time(), 1))
                     return
                 time.sleep(0.05)
             raise RuntimeError("graceful restart did not complete:\n" + self.error_log())

@@ -6,6 +6,7 @@ import os
 import re
 import resource
 import subprocess
+import time
 
 
 def children(parent_pid):
@@ -24,6 +25,19 @@ def children(parent_pid):
         if int(fields[1]) == parent_pid and fields[0] != "Z":
             out.append(int(name))
     return sorted(out)
+
+
+def wait_gone(pids, timeout=15):
+    """Waits until none of pids runs any more (gone or a zombie); raises
+    AssertionError naming those left after timeout seconds."""
+    deadline = time.time() + timeout
+    while True:
+        left = {p for p in pids if rss_kb(p)}
+        if not left:
+            return
+        if time.time() >= deadline:
+            raise AssertionError("old children still running: %s" % sorted(left))
+        time.sleep(0.05)
 
 
 def rss_kb(pid, field="VmRSS"):

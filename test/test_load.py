@@ -99,16 +99,6 @@ def generation(srv):
     return set(procs.children(srv.pid)), procs.rss_kb(srv.pid), procs.open_fds(srv.pid)
 
 
-def wait_gone(pids, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        left = {p for p in pids if procs.rss_kb(p)}
-        if not left:
-            return
-        time.sleep(0.1)
-    raise AssertionError("old children still running: %s" % sorted(left))
-
-
 def test_graceful_restarts_under_load(make_httpd, mpm):
     srv = load_server(make_httpd, "graceful", mpm)
     srv.get("/file.mrb")
@@ -126,7 +116,7 @@ def test_graceful_restarts_under_load(make_httpd, mpm):
             old_kids = set(procs.children(srv.pid))
             srv.graceful()
             wait_for_body(srv, "/version", b"config v%d" % version)
-            wait_gone(old_kids)
+            procs.wait_gone(old_kids)
             after.append(generation(srv))
     finally:
         load.join()
