@@ -17,8 +17,15 @@
  * before them; OP_STRCAT, OP_INTERN, OP_ARYPUSH, OP_ARYCAT, OP_RAISEIF and
  * a call with its arguments packed in an Array by a second pass that
  * follows what each register may hold along every path (kinds()).
- * The rest of the VM's instructions look at what they get. Bytecode stays
- * trusted input (docs/directives.md). */
+ * The rest of the VM's instructions look at what they get.
+ *
+ * A frame's registers may also be variables of another frame: a block
+ * made a method (define_method) and called by an arithmetic instruction
+ * on a local variable has its frame over the caller's locals, which are
+ * its environment. OP_SETUPVAR is taken to change what it may so reach of
+ * its own frame; a send in a local register is refused (mrbc sends in
+ * temporaries). What a block nested in such a block writes of the frame
+ * below stays unchecked. Bytecode stays trusted input (docs/directives.md). */
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -170,10 +177,16 @@ static int regs(verifier_t *v, const insn_t *in, uint32_t highest)
     return 1;
 }
 
+/* A symbol of the irep's table. The table may hold the null symbol (0,
+ * written as a length of 0xFFFF), which mruby's tables of variables and
+ * methods take for an empty slot: an instruction never names it. */
 static int sym(verifier_t *v, const insn_t *in, uint32_t i)
 {
     if (i >= v->irep->slen) {
         return fail(v, in, "symbol %u of %u", (unsigned)i, (unsigned)v->irep->slen);
+    }
+    if (v->irep->syms[i] == 0) {
+        return fail(v, in, "symbol %u is the null symbol", (unsigned)i);
     }
     return 1;
 }
@@ -289,9 +302,10 @@ static int enter(verifier_t *v, const insn_t *in)
     if (p >= v->irep->ilen) {
         return fail(v, in, "the code ends after its optional arguments' OP_JMPs");
     }
-    if (len == 15) {
-        /* Run again (redo jumps back to it), it would find its 15
-         * arguments counted as 15, which means packed in an Array. */
+    if ((len & 15) == 15) {
+        /* Run again (redo jumps back to it), it would find its arguments
+         * counted as 15 (the VM keeps the count in 4 bits: 31, 47, ... too),
+         * which means packed in an Array. */
         v->starts[0] = 2;
     }
     return 1;
@@ -548,18 +562,24 @@ typedef struct {
 /* Instructions after which the VM runs no code of this frame before the
  * next one, other than through a block: nothing to clobber. */
 static const uint8_t pure_ops[] = {
-    OP_NOP,     OP_MOVE,    OP_LOADL,    OP_LOADI,   OP_LOADINEG, OP_LOADI__1, OP_LOADI_0,  OP_LOADI_1,
-    OP_LOADI_2, OP_LOADI_3, OP_LOADI_4,  OP_LOADI_5, OP_LOADI_6,  OP_LOADI_7,  OP_LOADI16,  OP_LOADI32,
-    OP_LOADSYM, OP_LOADNIL, OP_LOADSELF, OP_LOADT,   OP_LOADF,    OP_GETUPVAR, OP_SETUPVAR, OP_JMP,
-    OP_JMPIF,   OP_JMPNOT,  OP_JMPNIL,   OP_EXCEPT,  OP_STRING,   OP_SYMBOL,   OP_ARRAY,    OP_ARRAY2,
-    OP_ARYDUP,  OP_LAMBDA,  OP_BLOCK,    OP_METHOD,  OP_OCLASS,   OP_TCLASS,   OP_KEY_P,    OP_STOP,
+    OP_NOP,     OP_MOVE,    OP_LOADL,    OP_LOADI,   OP_LOADINEG, OP_LOADI__1, OP_LOADI_0, OP_LOADI_1,
+    OP_LOADI_2, OP_LOADI_3, OP_LOADI_4,  OP_LOADI_5, OP_LOADI_6,  OP_LOADI_7,  OP_LOADI16, OP_LOADI32,
+    OP_LOADSYM, OP_LOADNIL, OP_LOADSELF, OP_LOADT,   OP_LOADF,    OP_GETUPVAR, OP_JMP,     OP_JMPIF,
+    OP_JMPNOT,  OP_JMPNIL,  OP_EXCEPT,   OP_STRING,  OP_SYMBOL,   OP_ARRAY,    OP_ARRAY2,  OP_ARYDUP,
+    OP_LAMBDA,  OP_BLOCK,   OP_METHOD,   OP_OCLASS,  OP_TCLASS,   OP_KEY_P,    OP_STOP,
 };
+/* OP_SETUPVAR is not among them: the variables it writes may be this
+ * frame's own locals (code without an environment of its own finds its
+ * frame's, once OP_BLOCK made one), so it changes them as Ruby would. */
 
 /* The VM calls a method in the registers from R[a]. */
 static const uint8_t call_ops[] = {
     OP_SEND, OP_SENDB, OP_SSEND, OP_SSENDB, OP_SUPER, OP_EXEC, OP_ADD, OP_ADDI,   OP_SUB,    OP_SUBI,
     OP_MUL,  OP_DIV,   OP_EQ,    OP_LT,     OP_LE,    OP_GT,   OP_GE,  OP_GETIDX, OP_SETIDX,
 };
+
+/* The calls among them that mrbc makes in temporaries only. */
+static const uint8_t send_ops[] = {OP_SEND, OP_SENDB, OP_SSEND, OP_SSENDB, OP_SUPER, OP_EXEC};
 
 static int one_of(const uint8_t *set, size_t n, unsigned op)
 {
@@ -628,6 +648,14 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
         return fail(fl->v, in, "register %u is a local variable", (unsigned)a);
     }
     a = in->a;
+    /* A method called in R[a] has its frame from there: below the last
+     * local, a block's frame would overlap the variables it reaches as its
+     * environment, and write its own registers through them. mrbc sends in
+     * temporaries (its arithmetic, which falls back to a call, works on
+     * locals: see OP_SETUPVAR below). */
+    if (one_of(send_ops, sizeof send_ops, in->op) && a < fl->v->irep->nlocals) {
+        return fail(fl->v, in, "calls a method in register %u, a local variable", (unsigned)a);
+    }
     if (!one_of(pure_ops, sizeof pure_ops, in->op)) {
         /* Ruby the VM runs from C (to_s, a block) may change the locals
          * (and self), and runs in the registers after the frame's last. */
@@ -671,6 +699,13 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     case OP_ENTER:
         set(st, w, 0, (uint32_t)w - 1, K_ANY);
         break;
+    case OP_SETUPVAR:
+        /* It writes variable b of an environment. A block whose frame was
+         * made at R[k] of that environment's frame (an arithmetic
+         * instruction on a local falls back to calling a method, which may
+         * be a block) has that variable as its register b - k: one of 0..b. */
+        set(st, w, 0, in->b, K_ANY);
+        break;
     case OP_NOP:
     case OP_JMP:
     case OP_JMPIF:
@@ -688,7 +723,6 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
     case OP_SETCV:
     case OP_SETCONST:
     case OP_SETMCNST:
-    case OP_SETUPVAR:
     case OP_ALIAS:
     case OP_UNDEF:
     case OP_KEYEND:
@@ -909,6 +943,10 @@ static int code(verifier_t *v)
 
     if (irep->ilen == 0) {
         return fail(v, NULL, "no code");
+    }
+    if (irep->nregs == 0) {
+        /* R0 is self; OP_EXEC clears nregs - 1 registers. */
+        return fail(v, NULL, "a frame of no registers");
     }
     if (irep->nlocals > irep->nregs) {
         return fail(v, NULL, "%u local variables in a frame of %u registers", (unsigned)irep->nlocals,

@@ -174,9 +174,70 @@ def damaged_framing(tmp_path):
     return good, cases
 
 
-# The code's damage (verify.c) and the framing's (rite.c, refused before
-# mruby's loader reads the file).
-KINDS = {"code": damaged, "framing": damaged_framing}
+def record(code, nregs, nlocals=1, strings=(), syms=(), reps=()):
+    """An irep's record (then its children's): code is a list of
+    (opcode name, operand bytes); a symbol None is the null symbol."""
+    ops = opcodes()
+    iseq = b"".join(bytes([ops[name][0]]) + bytes(operands) for name, operands in code)
+    pool = b"".join(b"\0" + struct.pack(">H", len(t)) + t + b"\0" for t in strings)
+    table = b"".join(b"\xff\xff" if t is None else struct.pack(">H", len(t)) + t + b"\0" for t in syms)
+    body = (struct.pack(">HHHHI", nlocals, nregs, len(reps), 0, len(iseq)) + iseq +
+            struct.pack(">H", len(strings)) + pool + struct.pack(">H", len(syms)) + table)
+    return struct.pack(">I", 4 + len(body)) + body + b"".join(reps)
+
+
+def rite(records):
+    irep = b"IREP" + struct.pack(">I", 12 + len(records)) + b"0300" + records
+    size = 20 + len(irep) + 8
+    return b"RITE0300" + struct.pack(">I", size) + b"MATZ0000" + irep + b"END\0" + struct.pack(">I", 8)
+
+
+def crafted(tmp_path):
+    """(name, image, what the error log says) for images made by hand that
+    mrbc never makes, each of which mruby 3.1's VM would run into memory it
+    does not own."""
+    cases = []
+    # OP_EXEC clears a frame of nregs - 1 registers: with 0, all memory.
+    child = record([("RETURN", [0])], nregs=0, nlocals=0)
+    cases.append(("no registers", rite(record(
+        [("LOADNIL", [1]), ("MODULE", [1, 0]), ("EXEC", [1, 0]), ("RETURN", [1])], nregs=3,
+        syms=[b"M"], reps=[child])),
+        r"irep 1: a frame of no registers"))
+    # mruby's variable tables take symbol 0 for an empty slot.
+    cases.append(("null symbol", rite(record(
+        [("LOADI_1", [1]), ("SETGV", [1, 0]), ("RETURN", [1])], nregs=3, syms=[None])),
+        r"OP_SETGV at byte 2: symbol 0 is the null symbol"))
+    # 31 arguments are counted in 4 bits as 15, "packed in an Array", by
+    # an OP_ENTER run again.
+    cases.append(("31 arguments", rite(record(
+        [("ENTER", [0x7c, 0, 0]), ("JMP", [0xff, 0xf9]), ("RETURN", [0])], nregs=34)),
+        r"the jump at byte 4 goes to byte 0, not to the start of an instruction it may start at"))
+    # A block called with its frame over the caller's locals would write its
+    # own registers through its environment.
+    cases.append(("call in a local", rite(record(
+        [("LOADSELF", [1]), ("SEND", [1, 0, 0]), ("RETURN", [1])], nregs=4, nlocals=2, syms=[b"itself"])),
+        r"OP_SEND at byte 2: calls a method in register 1, a local variable"))
+    # At the top level OP_SETUPVAR writes the frame's own locals (once
+    # OP_BLOCK gave the frame an environment): R1 is no String any more.
+    block = record([("RETURN", [0])], nregs=2)
+    cases.append(("upvar", rite(record(
+        [("STRING", [1, 0]), ("BLOCK", [2, 0]), ("LOADI", [3, 5]), ("SETUPVAR", [3, 1, 0]),
+         ("INTERN", [1]), ("RETURN", [1])], nregs=5, nlocals=2, strings=[b"s"], reps=[block])),
+        r"OP_INTERN at byte 13: register 1 may not hold a String"))
+    # In a block, the variable OP_SETUPVAR writes may be the block's own
+    # R1, when an arithmetic instruction on a local of the block's home
+    # called it (as a method made with define_method) with its frame there.
+    inner = record([("STRING", [1, 0]), ("LOADI", [2, 5]), ("SETUPVAR", [2, 1, 0]), ("INTERN", [1]),
+                    ("RETURN", [1])], nregs=4, strings=[b"s"])
+    cases.append(("upvar in a block", rite(record(
+        [("BLOCK", [2, 0]), ("RETURN", [2])], nregs=4, nlocals=2, reps=[inner])),
+        r"irep 1: OP_INTERN at byte 10: register 1 may not hold a String"))
+    return compile_rb(tmp_path, SCRIPT), cases
+
+
+# The code's damage (verify.c), the framing's (rite.c, refused before
+# mruby's loader reads the file) and code made by hand.
+KINDS = {"code": damaged, "framing": damaged_framing, "crafted": crafted}
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
