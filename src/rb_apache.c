@@ -37,7 +37,7 @@ static mrb_value apache_rputs(mrb_state *mrb, mrb_value self)
         mm_run_write(r, RSTRING_PTR(obj), (apr_size_t)RSTRING_LEN(obj)) == APR_EOF) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache.rputs: the response has already been sent");
     }
-    return mrb_nil_value();
+    return self;
 }
 
 /* Apache.return(status): the phase's result (see docs/ruby-api.md). The
@@ -52,7 +52,7 @@ static mrb_value apache_return(mrb_state *mrb, mrb_value self)
         mrb_raise(mrb, E_RANGE_ERROR, "Apache.return: status out of range");
     }
     run->status = (int)status;
-    return mrb_fixnum_value(status);
+    return self;
 }
 
 /* Apache.errlogger(level, msg), Apache.log: to the error log of the request
@@ -65,7 +65,7 @@ static mrb_value apache_errlogger(mrb_state *mrb, mrb_value self)
 
     mrb_get_args(mrb, "io", &level, &msg);
     mm_binding_log(mrb, run->r, run->s, level, msg);
-    return mrb_nil_value();
+    return self;
 }
 
 /* Apache.syslogger(priority, msg), Apache.syslog: to syslog(3), which is
@@ -83,20 +83,52 @@ static mrb_value apache_syslogger(mrb_state *mrb, mrb_value self)
     apr_pool_create(&p, NULL);
     syslog((int)pri, "%s", mm_binding_log_text(p, RSTRING_PTR(msg), (size_t)RSTRING_LEN(msg), 1));
     apr_pool_destroy(p);
-    return mrb_nil_value();
+    return self;
 }
 
-/* Apache.sleep(seconds): blocks this thread (and so this request). */
+/* Blocks this thread (and so its request) for usec microseconds, at most a
+ * day; returns how long it slept, in microseconds. Apache.sleep and
+ * Kernel#sleep take seconds, Kernel#usleep microseconds (mruby-sleep's
+ * names, which the original mod_mruby's scripts use). */
+static apr_interval_time_t block_for(mrb_state *mrb, mrb_float usec, const char *what)
+{
+    apr_time_t began = apr_time_now();
+
+    if (!(usec >= 0) || usec > 86400.0 * APR_USEC_PER_SEC) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s: the time must be between 0 and 86400 seconds", what);
+    }
+    apr_sleep((apr_interval_time_t)usec);
+    return apr_time_now() - began;
+}
+
+/* Apache.sleep(seconds) */
 static mrb_value apache_sleep(mrb_state *mrb, mrb_value self)
 {
     mrb_float sec;
 
     mrb_get_args(mrb, "f", &sec);
-    if (!(sec >= 0) || sec > 86400) {
-        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache.sleep: seconds must be between 0 and 86400");
-    }
-    apr_sleep((apr_interval_time_t)(sec * APR_USEC_PER_SEC));
-    return mrb_get_arg1(mrb);
+    block_for(mrb, sec * APR_USEC_PER_SEC, "Apache.sleep");
+    return self;
+}
+
+/* Kernel#sleep(seconds): the whole seconds slept, rounded. */
+static mrb_value kernel_sleep(mrb_state *mrb, mrb_value self)
+{
+    mrb_float sec;
+    apr_interval_time_t slept;
+
+    mrb_get_args(mrb, "f", &sec);
+    slept = block_for(mrb, sec * APR_USEC_PER_SEC, "sleep");
+    return mrb_int_value(mrb, (mrb_int)((slept + APR_USEC_PER_SEC / 2) / APR_USEC_PER_SEC));
+}
+
+/* Kernel#usleep(microseconds): the microseconds slept. */
+static mrb_value kernel_usleep(mrb_state *mrb, mrb_value self)
+{
+    mrb_int usec;
+
+    mrb_get_args(mrb, "i", &usec);
+    return mrb_int_value(mrb, (mrb_int)block_for(mrb, (mrb_float)usec, "usleep"));
 }
 
 static mrb_value apache_module_name(mrb_state *mrb, mrb_value self)
@@ -191,6 +223,8 @@ void mm_apache_init(mrb_state *mrb)
     mrb_define_class_method(mrb, apache, "global_remove", apache_remove_global, MRB_ARGS_REQ(1));
     mrb_define_class_method(mrb, apache, "count_arena", apache_count_arena, MRB_ARGS_NONE());
     mrb_define_method(mrb, mrb->kernel_module, "server_name", kernel_server_name, MRB_ARGS_NONE());
+    mrb_define_method(mrb, mrb->kernel_module, "sleep", kernel_sleep, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, mrb->kernel_module, "usleep", kernel_usleep, MRB_ARGS_REQ(1));
 
     /* Raised with an HTTP status the request gets when it is not rescued. */
     mrb_define_class_under(mrb, apache, "HTTPError", mrb->eStandardError_class);

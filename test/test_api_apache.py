@@ -38,6 +38,23 @@ FILES = {
                      'begin; Apache.syslogger 2**32 + 6, "x"; rescue ArgumentError => e; Apache.rputs e.message + " "; end\n'
                      'Apache.rputs "ok"\n',
     "htdocs/sleep.mrb": 'Apache.sleep 1\nApache.sleep 0.2\nbegin\n  Apache.sleep(-1)\nrescue ArgumentError\n  Apache.rputs "negative refused"\nend\n',
+    # mruby-sleep's Kernel#sleep and #usleep, which the original built in
+    "htdocs/kernel_sleep.mrb": (
+        'slept = sleep(0.6)\n'
+        'us = usleep(300_000)\n'
+        'out = [slept.inspect, (us >= 300_000 && us < 2_000_000).inspect]\n'
+        'begin; sleep(-1); rescue ArgumentError => e; out << e.message; end\n'
+        'begin; usleep(86_400_000_001); rescue ArgumentError => e; out << e.message; end\n'
+        'begin; sleep("1"); rescue TypeError; out << "string refused"; end\n'
+        'Apache.rputs out.join("|")\n'
+    ),
+    # the original's class methods return the class: calls chain
+    "htdocs/chain.mrb": (
+        'a = Apache.rputs("a").rputs("b")\n'
+        'b = Apache.echo("c").errlogger(Apache::APLOG_NOTICE, "chained log").syslogger(Apache::LOG_INFO, "chained")\n'
+        'c = Apache.sleep(0).return(Apache::HTTP_OK)\n'
+        'Apache.rputs [a, b, c].map(&:inspect).join(",")\n'
+    ),
     "htdocs/facts.mrb": (
         'Apache.echo Apache.module_name\n'
         'Apache.echo Apache.module_version\n'
@@ -125,6 +142,25 @@ def test_sleep_blocks(server):
     r = server.get("/sleep.mrb")
     assert (r.status, r.body) == (200, b"negative refused")
     assert time.time() - t0 >= 1.2
+
+
+def test_kernel_sleep_and_usleep_block_and_say_how_long(server):
+    t0 = time.time()
+    r = server.get("/kernel_sleep.mrb")
+    assert time.time() - t0 >= 0.9
+    assert r.status == 200
+    assert r.text.split("|") == [
+        "1", "true",
+        "sleep: the time must be between 0 and 86400 seconds",
+        "usleep: the time must be between 0 and 86400 seconds",
+        "string refused",
+    ]
+
+
+def test_class_methods_return_the_class_so_calls_chain(server):
+    r = server.get("/chain.mrb")
+    assert (r.status, r.body) == (200, b"abc\nApache,Apache,Apache")
+    assert server.wait_log(r"MRB00400: .*chain.mrb:2: chained log")
 
 
 def test_facts(server):

@@ -74,6 +74,14 @@ mrubyOutputFilterNamedCode churn "f = Apache::Filter.new; a = []; 3000.times { |
 <Location /none>
     SetOutputFilter mruby
 </Location>
+<Location /owner>
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "f = Apache::Filter.new; f.body = [f.uid, f.gid].inspect"
+</Location>
+<Location /owner/made>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'made'"
+</Location>
 <Location /named>
     SetOutputFilter shout;brackets
 </Location>
@@ -228,6 +236,7 @@ FILES = {
     "htdocs/rputs/a.txt": "never shown\n",
     "htdocs/none/a.txt": "as it is\n",
     "htdocs/named/a.txt": "named\n",
+    "htdocs/owner/a.txt": "owned\n",
     "htdocs/stream/small.txt": "0123456789",
     "htdocs/stream/big.bin": bytes(range(256)) * 1000,
     "htdocs/frame/bin.dat": bytes(range(256)) * 1024,
@@ -295,6 +304,13 @@ def test_a_filter_that_only_reads_keeps_length_and_etag(srv):
     assert r.headers["X-Seen"] == "12"
     assert r.headers["Content-Length"] == "12"
     assert r.headers.get("ETag")
+
+
+def test_uid_and_gid_name_the_owner_of_the_file_served(srv):
+    st = os.stat(os.path.join(srv.docroot, "owner/a.txt"))
+    assert srv.get("/owner/a.txt").text == "[%d, %d]" % (st.st_uid, st.st_gid)
+    # a response made by a handler comes from no file
+    assert srv.get("/owner/made").text == "[nil, nil]"
 
 
 def test_mod_mruby_head_tail_example_runs_unchanged(srv):
