@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "json.h"
 #include "mod_mruby.h"
 #include "parse.h"
 #include "vm.h"
@@ -47,6 +48,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_filter_init,
     mm_authn_init,
     mm_authz_init,
+    mm_json_init,
 };
 /* clang-format on */
 

@@ -534,6 +534,18 @@ def test_stream_filter_counts_bytes(make_httpd, mpm):
     assert r.body == b"<!-- start -->" + content + b"<!-- %d bytes -->" % len(content)
 
 
+def test_json_example(make_httpd, mpm):
+    """The JSON example answers an order with its total."""
+    conf = '<Location /order>\n    SetHandler mruby-native-script\n    mrubyHandler {root}/mruby/order.rb\n</Location>\n'
+    srv = make_httpd("doc-json", mpm, conf)
+    srv.write("mruby/order.rb", api_example("JSON", "ruby"))
+    srv.start()
+    order = b'{"customer": "ann", "items": [{"price": 3, "qty": 2}, {"price": 10, "qty": 1}]}'
+    r = srv.request("POST", "/order", body=order)
+    assert (r.status, r.headers["Content-Type"], r.body) == (200, "application/json",
+                                                             b'{"customer":"ann","total":16}')
+
+
 # (section, language) of every code block of the pages, in order, each
 # run by the test named beside it.
 EXAMPLES = {
@@ -574,6 +586,7 @@ EXAMPLES = {
         ("Example: a rate limiter", "ruby"),
         ("Example: a page cache", "apache"),
         ("Example: a page cache", "ruby"),
+        ("JSON", "ruby"),  # test_json_example
         ("Apache::Filter", "ruby"),  # test_stream_filter_counts_bytes
     ],
 }

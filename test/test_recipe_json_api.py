@@ -60,10 +60,17 @@ def test_strings_survive(srv, text):
 
 
 def test_escapes_on_the_wire(srv):
-    r = srv.get("/api/echo?t=" + urllib.parse.quote('"\\\n\x01\x7f</'))
-    assert b'"t":["\\"\\\\\\n\\u0001\\u007f\\u003c/"]' in r.body
+    r = srv.get("/api/echo?t=" + urllib.parse.quote('"\\\n\x01\x7f</\u2028'))
+    # JSON's escapes, and script_safe's: "/" and the two line separators
+    # that JavaScript does not allow in a string
+    assert b'"t":["\\"\\\\\\n\\u0001\x7f<\\/\\u2028"]' in r.body
     # UTF-8 goes out as it is, not as \u escapes.
     assert "\u00e9".encode() in srv.get("/api/echo?t=%C3%A9").body
+
+
+def test_a_request_that_is_not_utf8_is_refused_in_json(srv):
+    r, doc = api(srv, "/api/echo?t=%FF")
+    assert r.status == 400 and doc == {"error": "the request is not UTF-8"}
 
 
 def test_repeated_fields_and_forms(srv):

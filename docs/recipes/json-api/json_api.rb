@@ -1,44 +1,14 @@
 # json_api.rb: a JSON API, GET /api/status (what the server is doing, for
 # monitoring) and GET or POST /api/echo (the request as JSON: its fields,
-# for trying clients out). mruby 3.1 has no JSON library, so the encoder
-# is here: Hash, Array, String, Symbol, Integer, Float, true, false, nil.
-
-module MiniJSON
-  ESCAPES = {
-    "\"" => "\\\"", "\\" => "\\\\", "\b" => "\\b", "\f" => "\\f",
-    "\n" => "\\n", "\r" => "\\r", "\t" => "\\t",
-  }
-
-  # Strings go out byte for byte, UTF-8 as it is; what JSON forbids in a
-  # string (quote, backslash, control characters) is escaped. The < of
-  # "</script>" is escaped too, for JSON embedded in HTML.
-  def self.string(s)
-    "\"" + s.to_s.gsub(/["\\\x00-\x1f\x7f<]/) { |c| ESCAPES[c] || format("\\u%04x", c.ord) } + "\""
-  end
-
-  def self.generate(obj)
-    case obj
-    when Hash then "{" + obj.map { |k, v| string(k) + ":" + generate(v) }.join(",") + "}"
-    when Array then "[" + obj.map { |v| generate(v) }.join(",") + "]"
-    when String, Symbol then string(obj)
-    when Integer then obj.to_s
-    when Float
-      raise ArgumentError, "#{obj} is not a JSON number" unless obj.finite?
-      obj.to_s
-    when true then "true"
-    when false then "false"
-    when nil then "null"
-    else raise TypeError, "#{obj.class} has no JSON form"
-    end
-  end
-end
+# for trying clients out).
 
 def reply(r, status, body, headers = {})
+  json = JSON.generate(body, script_safe: true)
   r.status = status
   r.content_type = "application/json; charset=utf-8"
   r.headers_out["Cache-Control"] = "no-store"
   headers.each { |name, value| r.headers_out[name] = value }
-  Apache.rputs MiniJSON.generate(body)
+  Apache.rputs json
   Apache.rputs "\n"
 end
 
@@ -103,4 +73,7 @@ rescue Apache::HTTPError => e
   # mrubyRequestBodyLimit: 413; a multipart form without a boundary: 400)
   # is answered in JSON too. No output was written yet: reply comes last.
   reply(r, e.status, { "error" => e.status == 413 ? "request body too large" : "bad request" })
+rescue JSON::GeneratorError
+  # A field that is not UTF-8 has no JSON.
+  reply(r, 400, { "error" => "the request is not UTF-8" })
 end
