@@ -284,6 +284,7 @@ static void gen_hash(gen_t *g, mrb_value hash)
         mrb_value key = mrb_ary_ref(mrb, keys, i);
 
         if (!mrb_hash_key_p(mrb, hash, key)) {
+            mrb_gc_arena_restore(mrb, ai);
             continue; /* removed by a #to_json on the way */
         }
         if (n++ > 0) {
