@@ -13,6 +13,10 @@ AddHandler mruby-script .mrb
 LogLevel warn mruby:debug
 mrubyPostConfigCode "Apache.errlogger Apache::APLOG_NOTICE, 'post-config on ' + Apache::Server.new.hostname + ' in ' + Apache.phase"
 mrubyChildInitCode "Apache.log Apache::APLOG_NOTICE, 'child-init ' + Apache.get_tid.to_s"
+<Location /userdata>
+    mrubyFixupsCode "Userdata.new.seen = 'fixups saw ' + Apache::Request.new.uri"
+    mrubyHandlerCode "u = Userdata.new; Apache.rputs u.seen; u.seen = nil"
+</Location>
 <Location /phase>
     mrubyFixupsCode "Apache::Request.new.notes['fixups'] = Apache.phase"
     mrubyHandlerCode "r = Apache::Request.new; Apache.rputs r.notes['fixups'] + ',' + Apache.phase"
@@ -161,6 +165,12 @@ def test_class_methods_return_the_class_so_calls_chain(server):
     r = server.get("/chain.mrb")
     assert (r.status, r.body) == (200, b"abc\nApache,Apache,Apache")
     assert server.wait_log(r"MRB00400: .*chain.mrb:2: chained log")
+
+
+def test_userdata_carries_values_from_phase_to_phase(server):
+    # the original mod_mruby's Userdata: a store the scripts of a VM share
+    for _ in range(3):
+        assert server.get("/userdata").text == "fixups saw /userdata"
 
 
 def test_facts(server):
