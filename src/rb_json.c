@@ -175,6 +175,25 @@ static void gen_nest(gen_t *g)
     }
 }
 
+/* Before the member number n of an array or object. */
+static void gen_member(gen_t *g, mrb_int n)
+{
+    if (n > 0) {
+        gen_lit(g, ",", 1);
+    }
+    gen_newline(g);
+}
+
+/* The end of an array or object of n members. */
+static void gen_close(gen_t *g, mrb_int n, const char *bracket)
+{
+    g->depth--;
+    if (n > 0) {
+        gen_newline(g);
+    }
+    gen_lit(g, bracket, 1);
+}
+
 static void gen_string(gen_t *g, const char *s, mrb_int len)
 {
     static const char hex[] = "0123456789abcdef";
@@ -247,6 +266,15 @@ static void gen_str_value(gen_t *g, mrb_value s)
     gen_string(g, RSTRING_PTR(s), RSTRING_LEN(s));
 }
 
+/* A Symbol as the string of its name. */
+static void gen_symbol(gen_t *g, mrb_value sym)
+{
+    mrb_int len;
+    const char *name = mrb_sym_name_len(g->mrb, mrb_symbol(sym), &len);
+
+    gen_string(g, name, len);
+}
+
 static void gen_array(gen_t *g, mrb_value ary)
 {
     mrb_int i;
@@ -257,18 +285,11 @@ static void gen_array(gen_t *g, mrb_value ary)
     for (i = 0; i < RARRAY_LEN(ary); i++) {
         int ai = mrb_gc_arena_save(g->mrb);
 
-        if (i > 0) {
-            gen_lit(g, ",", 1);
-        }
-        gen_newline(g);
+        gen_member(g, i);
         gen_value(g, mrb_ary_ref(g->mrb, ary, i));
         mrb_gc_arena_restore(g->mrb, ai);
     }
-    g->depth--;
-    if (i > 0) {
-        gen_newline(g);
-    }
-    gen_lit(g, "]", 1);
+    gen_close(g, i, "]");
 }
 
 static void gen_hash(gen_t *g, mrb_value hash)
@@ -287,15 +308,9 @@ static void gen_hash(gen_t *g, mrb_value hash)
             mrb_gc_arena_restore(mrb, ai);
             continue; /* removed by a #to_json on the way */
         }
-        if (n++ > 0) {
-            gen_lit(g, ",", 1);
-        }
-        gen_newline(g);
+        gen_member(g, n++);
         if (mrb_symbol_p(key)) {
-            mrb_int len;
-            const char *name = mrb_sym_name_len(mrb, mrb_symbol(key), &len);
-
-            gen_string(g, name, len);
+            gen_symbol(g, key);
         } else {
             gen_str_value(g, mrb_string_p(key) ? key : mrb_obj_as_string(mrb, key));
         }
@@ -303,11 +318,7 @@ static void gen_hash(gen_t *g, mrb_value hash)
         gen_value(g, mrb_hash_get(mrb, hash, key));
         mrb_gc_arena_restore(mrb, ai);
     }
-    g->depth--;
-    if (n > 0) {
-        gen_newline(g);
-    }
-    gen_lit(g, "}", 1);
+    gen_close(g, n, "}");
 }
 
 /* Anything else: its own #to_json when its class has one (its text is
@@ -358,13 +369,9 @@ static void gen_value(gen_t *g, mrb_value v)
     case MRB_TT_STRING:
         gen_str_value(g, v);
         break;
-    case MRB_TT_SYMBOL: {
-        mrb_int len;
-        const char *name = mrb_sym_name_len(g->mrb, mrb_symbol(v), &len);
-
-        gen_string(g, name, len);
+    case MRB_TT_SYMBOL:
+        gen_symbol(g, v);
         break;
-    }
     case MRB_TT_ARRAY:
         gen_array(g, v);
         break;
@@ -486,6 +493,17 @@ static int is_digit(parser_t *ps)
     return ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9';
 }
 
+/* One digit or more, else the error missing. */
+static void digits(parser_t *ps, const char *missing)
+{
+    if (!is_digit(ps)) {
+        parse_error(ps, missing);
+    }
+    while (is_digit(ps)) {
+        ps->p++;
+    }
+}
+
 static mrb_value parse_literal(parser_t *ps, const char *word, size_t len, mrb_value v)
 {
     if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0) {
@@ -517,12 +535,7 @@ static mrb_value parse_number(parser_t *ps)
     }
     if (ps->p < ps->end && *ps->p == '.') {
         ps->p++;
-        if (!is_digit(ps)) {
-            parse_error(ps, "a number's decimal point without a digit after it");
-        }
-        while (is_digit(ps)) {
-            ps->p++;
-        }
+        digits(ps, "a number's decimal point without a digit after it");
         fraction = 1;
     }
     if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
@@ -530,12 +543,7 @@ static mrb_value parse_number(parser_t *ps)
         if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-')) {
             ps->p++;
         }
-        if (!is_digit(ps)) {
-            parse_error(ps, "a number's exponent without digits");
-        }
-        while (is_digit(ps)) {
-            ps->p++;
-        }
+        digits(ps, "a number's exponent without digits");
         fraction = 1;
     }
     len = (size_t)(ps->p - from);
@@ -694,6 +702,15 @@ static void parse_escape(parser_t *ps, mrb_value s)
     mrb_str_cat(ps->mrb, s, out, n);
 }
 
+/* s (nil before anything) with the bytes from..to after it. */
+static mrb_value append(mrb_state *mrb, mrb_value s, const char *from, const char *to)
+{
+    if (mrb_nil_p(s)) {
+        return mrb_str_new(mrb, from, to - from);
+    }
+    return mrb_str_cat(mrb, s, from, (size_t)(to - from));
+}
+
 /* A string, ps->p at its opening quote. Without escapes it is copied in
  * one piece. */
 static mrb_value parse_string(parser_t *ps)
@@ -717,11 +734,7 @@ static mrb_value parse_string(parser_t *ps)
             parse_error(ps, "a control character in a string");
         }
         if (c == '\\') {
-            if (mrb_nil_p(s)) {
-                s = mrb_str_new(mrb, run, ps->p - run);
-            } else {
-                mrb_str_cat(mrb, s, run, (size_t)(ps->p - run));
-            }
+            s = append(mrb, s, run, ps->p);
             ps->p++;
             parse_escape(ps, s);
             run = ps->p;
@@ -738,44 +751,56 @@ static mrb_value parse_string(parser_t *ps)
         }
         ps->p++;
     }
-    if (mrb_nil_p(s)) {
-        s = mrb_str_new(mrb, run, ps->p - run);
-    } else {
-        mrb_str_cat(mrb, s, run, (size_t)(ps->p - run));
-    }
+    s = append(mrb, s, run, ps->p);
     ps->p++;
     return s;
+}
+
+/* An array or object opens, ps->p at its bracket: false when it is empty
+ * (and closed already). */
+static int open_container(parser_t *ps, char close)
+{
+    nest(ps);
+    ps->p++;
+    skip_space(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        ps->depth--;
+        return 0;
+    }
+    return 1;
+}
+
+/* After a member: true when a comma announces another, false when the
+ * container closed. */
+static int next_member(parser_t *ps, char close)
+{
+    skip_space(ps);
+    if (ps->p < ps->end && *ps->p == ',') {
+        ps->p++;
+        return 1;
+    }
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        ps->depth--;
+        return 0;
+    }
+    unexpected(ps);
 }
 
 static mrb_value parse_array(parser_t *ps)
 {
     mrb_state *mrb = ps->mrb;
     mrb_value ary = mrb_ary_new(mrb);
+    int more = open_container(ps, ']');
 
-    nest(ps);
-    ps->p++;
-    skip_space(ps);
-    if (ps->p < ps->end && *ps->p == ']') {
-        ps->p++;
-        ps->depth--;
-        return ary;
-    }
-    for (;;) {
+    while (more) {
         int ai = mrb_gc_arena_save(mrb);
 
         mrb_ary_push(mrb, ary, parse_value(ps));
         mrb_gc_arena_restore(mrb, ai);
-        skip_space(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-        } else if (ps->p < ps->end && *ps->p == ']') {
-            ps->p++;
-            break;
-        } else {
-            unexpected(ps);
-        }
+        more = next_member(ps, ']');
     }
-    ps->depth--;
     return ary;
 }
 
@@ -783,16 +808,9 @@ static mrb_value parse_object(parser_t *ps)
 {
     mrb_state *mrb = ps->mrb;
     mrb_value hash = mrb_hash_new(mrb);
+    int more = open_container(ps, '}');
 
-    nest(ps);
-    ps->p++;
-    skip_space(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-        ps->depth--;
-        return hash;
-    }
-    for (;;) {
+    while (more) {
         int ai = mrb_gc_arena_save(mrb);
         mrb_value key;
 
@@ -814,17 +832,8 @@ static mrb_value parse_object(parser_t *ps)
         ps->p++;
         mrb_hash_set(mrb, hash, key, parse_value(ps));
         mrb_gc_arena_restore(mrb, ai);
-        skip_space(ps);
-        if (ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-        } else if (ps->p < ps->end && *ps->p == '}') {
-            ps->p++;
-            break;
-        } else {
-            unexpected(ps);
-        }
+        more = next_member(ps, '}');
     }
-    ps->depth--;
     return hash;
 }
 
