@@ -27,12 +27,18 @@
 #include <mruby.h>
 #include <mruby/array.h>
 #include <mruby/hash.h>
+#include <mruby/error.h>
 #include <mruby/string.h>
+#include <mruby/variable.h>
 
 #include "json.h"
 
 /* As CRuby's JSON: deeper is an error (and the end of a cycle). */
 #define MM_JSON_DEPTH_MAX 100
+
+/* The JSON module's hidden instance variable (no "@": Ruby cannot name
+ * it) that holds the depth of a generate while a #to_json runs. */
+#define MM_JSON_DEPTH_IV "mm_json_depth"
 
 /* ---- numbers, in the "C" locale ---- */
 
@@ -323,13 +329,29 @@ static void gen_hash(gen_t *g, mrb_value hash)
 
 /* Anything else: its own #to_json when its class has one (its text is
  * taken as it is), else its to_s as a String, as CRuby's JSON does. */
+static mrb_value call_to_json(mrb_state *mrb, void *v)
+{
+    return mrb_funcall_id(mrb, *(mrb_value *)v, mrb_intern_lit(mrb, "to_json"), 0);
+}
+
 static void gen_other(gen_t *g, mrb_value v)
 {
     mrb_state *mrb = g->mrb;
 
     if (!mrb_func_basic_p(mrb, v, g->to_json, object_to_json)) {
-        mrb_value text = mrb_funcall_id(mrb, v, g->to_json, 0);
+        /* A generate the #to_json makes goes on at this depth (each level
+         * costs C stack): the depth is left on the JSON module meanwhile. */
+        mrb_value json = mrb_obj_value(mrb_module_get(mrb, "JSON"));
+        mrb_sym depth = mrb_intern_lit(mrb, MM_JSON_DEPTH_IV);
+        mrb_value was = mrb_iv_get(mrb, json, depth), text;
+        mrb_bool raised = FALSE;
 
+        mrb_iv_set(mrb, json, depth, mrb_int_value(mrb, g->depth));
+        text = mrb_protect_error(mrb, call_to_json, &v, &raised);
+        mrb_iv_set(mrb, json, depth, was);
+        if (raised) {
+            mrb_exc_raise(mrb, text);
+        }
         if (!mrb_string_p(text)) {
             mrb_raisef(mrb, json_error(mrb, "GeneratorError"), "%C#to_json returned %T, not a String",
                        mrb_obj_class(mrb, v), text);
@@ -372,10 +394,15 @@ static void gen_value(gen_t *g, mrb_value v)
     case MRB_TT_SYMBOL:
         gen_symbol(g, v);
         break;
+    /* A #to_json or #to_s met inside may take the container from its
+     * parent and collect it: it stays in the arena while it is walked
+     * (until the parent's loop restores the arena). */
     case MRB_TT_ARRAY:
+        mrb_gc_protect(g->mrb, v);
         gen_array(g, v);
         break;
     case MRB_TT_HASH:
+        mrb_gc_protect(g->mrb, v);
         gen_hash(g, v);
         break;
     default:
@@ -394,6 +421,14 @@ static mrb_value generate(mrb_state *mrb, mrb_value obj, int pretty, int script_
     g.script_safe = script_safe;
     g.depth = 0;
     g.to_json = mrb_intern_lit(mrb, "to_json");
+    {
+        mrb_value outer = mrb_iv_get(mrb, mrb_obj_value(mrb_module_get(mrb, "JSON")),
+                                     mrb_intern_lit(mrb, MM_JSON_DEPTH_IV));
+
+        if (mrb_integer_p(outer)) {
+            g.depth = (int)mrb_integer(outer); /* called by a #to_json */
+        }
+    }
     gen_value(&g, obj);
     return g.out;
 }
@@ -415,7 +450,22 @@ static mrb_value generate_m(mrb_state *mrb, int pretty)
     kw.table = names;
     kw.values = values;
     kw.rest = &rest;
-    mrb_get_args(mrb, "o|o:", &obj, &opts, &kw);
+    obj = mrb_undef_value();
+    mrb_get_args(mrb, "|oo:", &obj, &opts, &kw);
+    if (mrb_undef_p(obj)) {
+        /* JSON.generate(a: 1): the keywords are the Hash to write */
+        if ((!mrb_hash_p(rest) || mrb_hash_empty_p(mrb, rest)) && mrb_undef_p(values[0]) &&
+            mrb_undef_p(values[1])) {
+            mrb_raise(mrb, E_ARGUMENT_ERROR, "wrong number of arguments (given 0, expected 1..2)");
+        }
+        obj = mrb_hash_p(rest) ? mrb_hash_dup(mrb, rest) : mrb_hash_new(mrb);
+        for (i = 0; i < 2; i++) {
+            if (!mrb_undef_p(values[i])) {
+                mrb_hash_set(mrb, obj, mrb_symbol_value(names[i]), values[i]);
+            }
+        }
+        return generate(mrb, obj, pretty, 0);
+    }
     for (i = 0; i < 2; i++) {
         script_safe |= option(mrb, values[i], opts, names[i]);
     }
@@ -880,11 +930,13 @@ static mrb_value json_parse(mrb_state *mrb, mrb_value self)
     kw.values = values;
     kw.rest = &rest;
     mrb_get_args(mrb, "S|o:", &text, &opts, &kw);
+    /* first: a Hash's default proc may run Ruby, which may change text;
+     * from here on nothing runs Ruby until the parse ends */
+    ps.symbolize = option(mrb, values[0], opts, names[0]);
     ps.mrb = mrb;
     ps.start = ps.p = RSTRING_PTR(text);
     ps.end = ps.start + RSTRING_LEN(text);
     ps.depth = 0;
-    ps.symbolize = option(mrb, values[0], opts, names[0]);
     v = parse_value(&ps);
     skip_space(&ps);
     if (ps.p < ps.end) {
