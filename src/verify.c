@@ -562,15 +562,12 @@ typedef struct {
 /* Instructions after which the VM runs no code of this frame before the
  * next one, other than through a block: nothing to clobber. */
 static const uint8_t pure_ops[] = {
-    OP_NOP,     OP_MOVE,    OP_LOADL,    OP_LOADI,   OP_LOADINEG, OP_LOADI__1, OP_LOADI_0, OP_LOADI_1,
-    OP_LOADI_2, OP_LOADI_3, OP_LOADI_4,  OP_LOADI_5, OP_LOADI_6,  OP_LOADI_7,  OP_LOADI16, OP_LOADI32,
-    OP_LOADSYM, OP_LOADNIL, OP_LOADSELF, OP_LOADT,   OP_LOADF,    OP_GETUPVAR, OP_JMP,     OP_JMPIF,
-    OP_JMPNOT,  OP_JMPNIL,  OP_EXCEPT,   OP_STRING,  OP_SYMBOL,   OP_ARRAY,    OP_ARRAY2,  OP_ARYDUP,
-    OP_LAMBDA,  OP_BLOCK,   OP_METHOD,   OP_OCLASS,  OP_TCLASS,   OP_KEY_P,    OP_STOP,
+    OP_NOP,     OP_MOVE,    OP_LOADL,    OP_LOADI,   OP_LOADINEG, OP_LOADI__1, OP_LOADI_0,  OP_LOADI_1,
+    OP_LOADI_2, OP_LOADI_3, OP_LOADI_4,  OP_LOADI_5, OP_LOADI_6,  OP_LOADI_7,  OP_LOADI16,  OP_LOADI32,
+    OP_LOADSYM, OP_LOADNIL, OP_LOADSELF, OP_LOADT,   OP_LOADF,    OP_GETUPVAR, OP_SETUPVAR, OP_JMP,
+    OP_JMPIF,   OP_JMPNOT,  OP_JMPNIL,   OP_EXCEPT,  OP_STRING,   OP_SYMBOL,   OP_ARRAY,    OP_ARRAY2,
+    OP_ARYDUP,  OP_LAMBDA,  OP_BLOCK,    OP_METHOD,  OP_OCLASS,   OP_TCLASS,   OP_KEY_P,    OP_STOP,
 };
-/* OP_SETUPVAR is not among them: the variables it writes may be this
- * frame's own locals (code without an environment of its own finds its
- * frame's, once OP_BLOCK made one), so it changes them as Ruby would. */
 
 /* The VM calls a method in the registers from R[a]. */
 static const uint8_t call_ops[] = {
@@ -700,10 +697,12 @@ static int transfer(flow_t *fl, const insn_t *in, uint8_t *st)
         set(st, w, 0, (uint32_t)w - 1, K_ANY);
         break;
     case OP_SETUPVAR:
-        /* It writes variable b of an environment. A block whose frame was
-         * made at R[k] of that environment's frame (an arithmetic
-         * instruction on a local falls back to calling a method, which may
-         * be a block) has that variable as its register b - k: one of 0..b. */
+        /* It writes variable b of an environment: this frame's own R[b]
+         * (code without an environment of its own finds its frame's, once
+         * OP_BLOCK made one), or, for a block whose frame was made at R[k]
+         * of that environment's frame (an arithmetic instruction on a local
+         * falls back to calling a method, which may be a block), its
+         * register b - k: one of 0..b either way. */
         set(st, w, 0, in->b, K_ANY);
         break;
     case OP_NOP:
