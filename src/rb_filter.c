@@ -1,9 +1,9 @@
 /* rb_filter.c: Apache::Filter, the data an output or input filter script
  * works on (mod_mruby's API: flatten, cleanup, insert_head, insert_tail,
  * insert_eos, length, empty?, error_create) and where it is in the body
- * (first?, eos?, buffered?) with its state for the request (ctx), and the
- * owner of the file served (uid, gid). The
- * Ruby half (body, data=, puts) is in mrbgems/mruby-apache/mrblib/filter.rb.
+ * (first?, eos?, buffered?) with its state for the request (ctx). The
+ * Ruby half (body, data=, puts, uid, gid) is in
+ * mrbgems/mruby-apache/mrblib/filter.rb.
  * Strings are copied into buckets of the connection's allocator: nothing
  * in httpd points at Ruby memory after a call. */
 
@@ -158,28 +158,6 @@ static mrb_value filter_input_p(mrb_state *mrb, mrb_value self)
     return mrb_bool_value(run_of(mrb, self)->input);
 }
 
-/* uid, gid: the owner and group of the file the request serves (the
- * original mod_mruby's names), nil when it serves none. */
-static mrb_value finfo_id(mrb_state *mrb, mrb_value self, apr_int32_t wanted)
-{
-    const apr_finfo_t *fi = &run_of(mrb, self)->f->r->finfo;
-
-    if (fi->filetype == APR_NOFILE || !(fi->valid & wanted)) {
-        return mrb_nil_value();
-    }
-    return mrb_int_value(mrb, wanted == APR_FINFO_USER ? (mrb_int)fi->user : (mrb_int)fi->group);
-}
-
-static mrb_value filter_uid(mrb_state *mrb, mrb_value self)
-{
-    return finfo_id(mrb, self, APR_FINFO_USER);
-}
-
-static mrb_value filter_gid(mrb_state *mrb, mrb_value self)
-{
-    return finfo_id(mrb, self, APR_FINFO_GROUP);
-}
-
 static mrb_value filter_ctx(mrb_state *mrb, mrb_value self)
 {
     return mm_filter_state_load(mrb, run_of(mrb, self));
@@ -202,6 +180,4 @@ void mm_filter_init(mrb_state *mrb)
     mrb_define_method(mrb, cls, "buffered?", filter_buffered_p, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "input?", filter_input_p, MRB_ARGS_NONE());
     mrb_define_method(mrb, cls, "ctx", filter_ctx, MRB_ARGS_NONE());
-    mrb_define_method(mrb, cls, "uid", filter_uid, MRB_ARGS_NONE());
-    mrb_define_method(mrb, cls, "gid", filter_gid, MRB_ARGS_NONE());
 }

@@ -31,7 +31,24 @@ class Apache
       self.data = str
     end
 
+    # The owner and group of the file the request serves (the original
+    # mod_mruby's names), nil when it serves none.
+    def uid
+      finfo = __served_file
+      finfo && finfo.user
+    end
+
+    def gid
+      finfo = __served_file
+      finfo && finfo.group
+    end
+
     private
+
+    def __served_file
+      finfo = Request.new.finfo
+      finfo unless finfo.filetype == Finfo::APR_NOFILE
+    end
 
     def __whole_body!(name)
       return if buffered?
