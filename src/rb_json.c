@@ -128,9 +128,14 @@ static int utf8_len(const unsigned char *s, size_t left)
     return n;
 }
 
+static struct RClass *json_module(mrb_state *mrb)
+{
+    return mrb_module_get(mrb, "JSON");
+}
+
 static struct RClass *json_error(mrb_state *mrb, const char *name)
 {
-    return mrb_class_get_under(mrb, mrb_module_get(mrb, "JSON"), name);
+    return mrb_class_get_under(mrb, json_module(mrb), name);
 }
 
 /* Whether the option name is on: given a true value as a keyword, or in a
@@ -327,13 +332,14 @@ static void gen_hash(gen_t *g, mrb_value hash)
     gen_close(g, n, "}");
 }
 
-/* Anything else: its own #to_json when its class has one (its text is
- * taken as it is), else its to_s as a String, as CRuby's JSON does. */
-static mrb_value call_to_json(mrb_state *mrb, void *v)
+/* obj.to_json, as mrb_protect_error calls it */
+static mrb_value call_to_json(mrb_state *mrb, void *obj)
 {
-    return mrb_funcall_id(mrb, *(mrb_value *)v, mrb_intern_lit(mrb, "to_json"), 0);
+    return mrb_funcall_id(mrb, *(mrb_value *)obj, mrb_intern_lit(mrb, "to_json"), 0);
 }
 
+/* Anything else: its own #to_json when its class has one (its text is
+ * taken as it is), else its to_s as a String, as CRuby's JSON does. */
 static void gen_other(gen_t *g, mrb_value v)
 {
     mrb_state *mrb = g->mrb;
@@ -341,11 +347,11 @@ static void gen_other(gen_t *g, mrb_value v)
     if (!mrb_func_basic_p(mrb, v, g->to_json, object_to_json)) {
         /* A generate the #to_json makes goes on at this depth (each level
          * costs C stack): the depth is left on the JSON module meanwhile. */
-        mrb_value json = mrb_obj_value(mrb_module_get(mrb, "JSON"));
+        mrb_value json = mrb_obj_value(json_module(mrb)), was, text;
         mrb_sym depth = mrb_intern_lit(mrb, MM_JSON_DEPTH_IV);
-        mrb_value was = mrb_iv_get(mrb, json, depth), text;
         mrb_bool raised = FALSE;
 
+        was = mrb_iv_get(mrb, json, depth);
         mrb_iv_set(mrb, json, depth, mrb_int_value(mrb, g->depth));
         text = mrb_protect_error(mrb, call_to_json, &v, &raised);
         mrb_iv_set(mrb, json, depth, was);
@@ -414,21 +420,16 @@ static void gen_value(gen_t *g, mrb_value v)
 static mrb_value generate(mrb_state *mrb, mrb_value obj, int pretty, int script_safe)
 {
     gen_t g;
+    mrb_value outer;
 
     g.mrb = mrb;
     g.out = mrb_str_new_capa(mrb, 64);
     g.pretty = pretty;
     g.script_safe = script_safe;
-    g.depth = 0;
     g.to_json = mrb_intern_lit(mrb, "to_json");
-    {
-        mrb_value outer = mrb_iv_get(mrb, mrb_obj_value(mrb_module_get(mrb, "JSON")),
-                                     mrb_intern_lit(mrb, MM_JSON_DEPTH_IV));
-
-        if (mrb_integer_p(outer)) {
-            g.depth = (int)mrb_integer(outer); /* called by a #to_json */
-        }
-    }
+    /* called by a #to_json (gen_other): go on at its depth */
+    outer = mrb_iv_get(mrb, mrb_obj_value(json_module(mrb)), mrb_intern_lit(mrb, MM_JSON_DEPTH_IV));
+    g.depth = mrb_integer_p(outer) ? (int)mrb_integer(outer) : 0;
     gen_value(&g, obj);
     return g.out;
 }
