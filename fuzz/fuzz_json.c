@@ -8,13 +8,12 @@
  * a finding. */
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include <mruby.h>
-#include <mruby/compile.h>
 #include <mruby/string.h>
 
 #include "json.h"
+#include "ruby_driver.h"
 
 static const char driver[] =
     "def __fuzz(text)\n"
@@ -30,24 +29,17 @@ static const char driver[] =
     "  end\n"
     "  out = JSON.generate(v)\n"
     "  raise 'generate does not read back' unless JSON.generate(JSON.parse(out)) == out\n"
-    "  raise 'pretty_generate does not read back' unless JSON.generate(JSON.parse(JSON.pretty_generate(v))) == out\n"
-    "  raise 'script_safe does not read back' unless JSON.generate(JSON.parse(JSON.generate(v, script_safe: true))) == out\n"
+    "  raise 'pretty_generate does not read back' unless JSON.generate(JSON.parse(JSON.pretty_generate(v))) "
+    "== out\n"
+    "  raise 'script_safe does not read back' unless JSON.generate(JSON.parse(JSON.generate(v, script_safe: "
+    "true))) == out\n"
     "end\n";
 
 static mrb_state *mrb;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    mrb = mrb_open();
-    if (mrb == NULL) {
-        abort();
-    }
-    mm_json_init(mrb);
-    mrb_load_string(mrb, driver);
-    if (mrb->exc) {
-        mrb_print_error(mrb);
-        abort();
-    }
+    mrb = driver_open(driver, mm_json_init);
     return 0;
 }
 
@@ -56,11 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int ai = mrb_gc_arena_save(mrb);
     mrb_value text = mrb_str_new(mrb, (const char *)data, (mrb_int)size);
 
-    mrb_funcall_argv(mrb, mrb_top_self(mrb), mrb_intern_lit(mrb, "__fuzz"), 1, &text);
-    if (mrb->exc) {
-        mrb_print_error(mrb);
-        abort();
-    }
+    driver_call(mrb, 1, &text);
     mrb_gc_arena_restore(mrb, ai);
     return 0;
 }

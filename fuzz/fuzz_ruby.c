@@ -9,11 +9,11 @@
  * second argument, that argument, then the first argument (the rest). */
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #include <mruby.h>
-#include <mruby/compile.h>
 #include <mruby/string.h>
+
+#include "ruby_driver.h"
 
 static const char driver[] =
     "def __fuzz_count(params)\n"
@@ -46,7 +46,8 @@ static const char driver[] =
     "    rescue ArgumentError\n"
     "      return\n"
     "    end\n"
-    "    raise 'Cookie.parse does not read back Cookie.build' unless Apache::Cookie.parse(header) == { a => b }\n"
+    "    raise 'Cookie.parse does not read back Cookie.build' unless Apache::Cookie.parse(header) == { a => "
+    "b }\n"
     "  end\n"
     "end\n";
 
@@ -54,15 +55,7 @@ static mrb_state *mrb;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    mrb = mrb_open();
-    if (mrb == NULL) {
-        abort();
-    }
-    mrb_load_string(mrb, driver);
-    if (mrb->exc) {
-        mrb_print_error(mrb);
-        abort();
-    }
+    mrb = driver_open(driver, NULL);
     return 0;
 }
 
@@ -80,11 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     args[0] = mrb_fixnum_value(data[0]);
     args[1] = mrb_str_new(mrb, (const char *)data + 2 + blen, (mrb_int)(size - 2 - blen));
     args[2] = mrb_str_new(mrb, (const char *)data + 2, (mrb_int)blen);
-    mrb_funcall_argv(mrb, mrb_top_self(mrb), mrb_intern_lit(mrb, "__fuzz"), 3, args);
-    if (mrb->exc) {
-        mrb_print_error(mrb);
-        abort();
-    }
+    driver_call(mrb, 3, args);
     mrb_gc_arena_restore(mrb, ai);
     return 0;
 }
