@@ -71,6 +71,7 @@ static void mm_register_hooks(apr_pool_t *p)
     mm_phase_register_hooks(p);
     mm_body_register_hooks(p);
     mm_slots_register_hooks(p);
+    mm_suspend_register_hooks(p);
 }
 
 /* clang-format off */

@@ -18,8 +18,23 @@
  * - It has no way to take a suspended connection back: the response of a
  *   request that slept says "Connection: close", and once it is complete
  *   this file closes the connection and releases its pool, whose cleanups
- *   are how the MPM accounts for its connections. */
+ *   are how the MPM accounts for its connections.
+ *
+ * When a handler returns SUSPENDED, the worker thread is still inside the
+ * MPM's code for the connection (ap_process_async_request, then the MPM's
+ * process_socket), and it writes to the connection's memory even after
+ * the MPM's suspend_connection hooks have run. A script woken before the
+ * worker is out (a sleep of 0 or of a few microseconds, or a worker
+ * preempted there) completed the request and freed the connection under
+ * it: the child crashed. httpd 2.4 tells a module nothing later than those
+ * hooks, so the first sleep of a request is handed to the alarm thread by
+ * our hook, and the alarm thread wakes it only once the worker thread
+ * shows that it has left: its scoreboard slot changed state (it went
+ * idle) or it began on another connection (its VM's count, kept by our
+ * pre_connection and resume_connection hooks). A later sleep is handed
+ * over at the end of the callback that woke the script. */
 
+#include "apr_atomic.h"
 #include "apr_thread_cond.h"
 #include "apr_thread_proc.h"
 #include "httpd.h"
@@ -27,6 +42,8 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_mpm.h"
+#include "mpm_common.h"
+#include "scoreboard.h"
 
 #include <mruby.h>
 
@@ -45,7 +62,22 @@ struct mm_sleeper {
     mm_slot_t slot;                 /* the rest of its phase */
     apr_time_t due;                 /* when it wakes */
     struct mm_sleeper *prev, *next; /* in the alarm list while waiting */
+    int handed;                     /* given to the alarm thread at least once */
+    /* The first sleep, until the thread that suspended the request is out
+     * of the MPM's code for it (worker_left). */
+    int pending;
+    worker_score *ws;   /* that thread's scoreboard slot (NULL: unknown) */
+    int status;         /* the slot's state in our suspend_connection hook */
+    apr_uint32_t began; /* its VM's count of connections then */
+    apr_time_t hooked;  /* when the hook ran */
 };
+
+/* How often the alarm thread looks again at a first sleep whose worker
+ * thread has not shown that it left, and for how long at most (a slot whose
+ * state did not change because the thread had nothing else to do). */
+#define MM_LEFT_RECHECK apr_time_from_msec(1)
+#define MM_LEFT_LIMIT apr_time_from_sec(1)
+#define MM_LEFT_GRACEFUL apr_time_from_msec(100)
 
 /* The child's alarm thread and the sleepers it waits for, by due time.
  * Created in child_init (event MPM only), stopped when the child exits. */
@@ -68,6 +100,8 @@ int mm_suspend_possible(const mm_run_t *run)
 /* The connection of a request that slept: httpd 2.4's event MPM cannot take
  * it back, so it is closed here. Marking it suspended again makes the
  * cleanup of its pool count it out of the MPM's suspended connections. */
+static void schedule(struct mm_sleeper *z);
+
 static void close_connection(conn_rec *c)
 {
     ap_lingering_close(c);
@@ -91,9 +125,11 @@ static void complete(request_rec *r, int result)
     close_connection(c);
 }
 
-/* The MPM's timed callback, on a worker thread. invoke_mtx (held by httpd
- * while the handler runs) makes sure the handler has returned SUSPENDED
- * before the script resumes. */
+static void schedule(struct mm_sleeper *z);
+
+/* The MPM's timed callback, on a worker thread. The thread that suspended
+ * the request is done with it (see schedule's callers); the VM may be in
+ * use by its own thread, so this one waits for it. */
 static void wake(void *baton)
 {
     struct mm_sleeper *z = baton;
@@ -101,34 +137,71 @@ static void wake(void *baton)
     mm_vm_t *vm = z->run.vm, *previous;
     int result;
 
-    apr_thread_mutex_lock(r->invoke_mtx);
     previous = mm_vm_enter(vm);
     result = mm_run_wake(&z->run, &z->slot);
     mm_vm_leave(vm, previous);
-    apr_thread_mutex_unlock(r->invoke_mtx);
-    if (result != SUSPENDED) {
+    if (result == SUSPENDED) {
+        schedule(z); /* asleep again: nothing here touches z or r after this */
+    } else {
         complete(r, result);
     }
 }
 
-/* Queues z for the alarm thread, in due order (searched from the end: most
- * sleepers arrive in order). */
-static void schedule(struct mm_sleeper *z, apr_time_t due)
+/* Queues z for the alarm thread. From here on the alarm thread may wake it
+ * at once: the caller must be done with z and its request. */
+/* Inserts z by its due time (under alarms.lock): searched from the end,
+ * as most sleepers arrive in order. */
+static void insert(struct mm_sleeper *z)
 {
     struct mm_sleeper *at;
 
-    z->due = due;
-    apr_thread_mutex_lock(alarms.lock);
-    for (at = alarms.last; at && at->due > due; at = at->prev) {
+    for (at = alarms.last; at && at->due > z->due; at = at->prev) {
     }
     z->prev = at;
     z->next = at ? at->next : alarms.first;
     *(z->next ? &z->next->prev : &alarms.last) = z;
     *(at ? &at->next : &alarms.first) = z;
+}
+
+static void schedule(struct mm_sleeper *z)
+{
+    z->handed = 1;
+    apr_thread_mutex_lock(alarms.lock);
+    insert(z);
     if (alarms.first == z) {
         apr_thread_cond_signal(alarms.cond);
     }
     apr_thread_mutex_unlock(alarms.lock);
+}
+
+/* Whether the thread that suspended z's request has left the MPM's code
+ * for it (see the top of this file). The MPM's last two steps there are to
+ * clear the connection's scoreboard handle and to mark it suspended; then
+ * the thread goes back to its loop, where its slot's state changes (idle)
+ * or it begins on another connection. A graceful restart or stop sets every
+ * slot of the child to "graceful" from another thread: that state says
+ * nothing of where the thread is, so then only the count, or a long enough
+ * wait, will do. */
+static int worker_left(const struct mm_sleeper *z, apr_time_t now)
+{
+    const volatile worker_score *ws = z->ws;
+    const conn_rec *volatile c = z->run.r->connection;
+    int status;
+
+    if (ws == NULL || now - z->hooked > MM_LEFT_LIMIT) {
+        return 1;
+    }
+    if (((volatile const conn_rec *)c)->sbh != NULL) {
+        return 0;
+    }
+    if (apr_atomic_read32(&z->run.vm->began) != z->began) {
+        return 1;
+    }
+    status = ws->status;
+    if (status == SERVER_GRACEFUL || status == SERVER_DEAD) {
+        return now - z->hooked > MM_LEFT_GRACEFUL;
+    }
+    return status != z->status;
 }
 
 /* Takes the first sleeper off the list (under alarms.lock). */
@@ -159,6 +232,14 @@ static void *APR_THREAD_FUNC alarm_main(apr_thread_t *thread, void *unused)
             continue;
         }
         z = unschedule_first();
+        if (z->pending) {
+            if (!worker_left(z, now)) {
+                z->due = now + MM_LEFT_RECHECK;
+                insert(z);
+                continue;
+            }
+            z->pending = 0;
+        }
         apr_thread_mutex_unlock(alarms.lock);
         if (ap_mpm_register_timed_callback(0, wake, z) != APR_SUCCESS) {
             wake(z); /* the MPM would not take it: resume it here */
@@ -207,29 +288,100 @@ void mm_suspend_child_init(apr_pool_t *pchild, server_rec *s)
     apr_pool_cleanup_register(pchild, NULL, alarms_stop, apr_pool_cleanup_null);
 }
 
+/* A request's pool is going: a sleeper still there was never handed to
+ * the alarm thread, because httpd closed the connection instead of
+ * suspending it (mm_suspend refuses aborted connections, so this is not
+ * expected). Its fiber stays registered in its VM: a leak, not a crash. */
+static apr_status_t sleeper_gone(void *data)
+{
+    struct mm_sleeper *z = data;
+
+    if (!z->handed) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, z->run.r,
+                      MM_LOGNO(00064) "%s script %s: httpd closed the connection while the script slept; "
+                                      "it will not wake",
+                      z->run.kind->stem, z->run.script);
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
 {
     struct mm_sleeper *z = run->sleeper;
+    conn_rec *c = run->r->connection;
 
     if (alarms.thread == NULL) {
         return APR_ENOTIMPL; /* the caller sleeps in place */
     }
     if (z == NULL) {
-        /* First sleep of this run: the record moves from run_one's stack
-         * to the request's pool, and the fiber is kept from the GC until
-         * the script ends. */
+        /* First sleep of this run. httpd closes an aborted connection
+         * instead of suspending it: the script sleeps in place. */
+        if (c->aborted) {
+            return APR_ECONNABORTED;
+        }
+        /* The record moves from run_one's stack to the request's pool,
+         * and the fiber is kept from the GC until the script ends. */
         z = apr_pcalloc(run->r->pool, sizeof *z);
         z->run = *run;
         z->run.sleeper = z;
         z->slot = *slot;
         mrb_gc_register(run->vm->mrb, run->fiber);
         run->vm->suspended++;
-        run->r->connection->keepalive = AP_CONN_CLOSE;
+        c->keepalive = AP_CONN_CLOSE;
+        apr_pool_cleanup_register(run->r->pool, z, sleeper_gone, apr_pool_cleanup_null);
+        /* Handed to the alarm thread by suspend_connection below, once the
+         * MPM is done with the connection. */
+        ap_set_module_config(c->conn_config, &mruby_module, z);
     }
-    /* The callback cannot start before the handler has returned (it waits
-     * for invoke_mtx, then for the VM). */
-    schedule(z, apr_time_now() + run->sleep);
+    /* Otherwise wake() hands it over when it returns. */
+    z->due = apr_time_now() + run->sleep;
     return APR_SUCCESS;
+}
+
+/* The MPM's suspend_connection hook: the last thing the worker thread does
+ * for a connection it suspends. */
+static void suspend_connection(conn_rec *c, request_rec *r)
+{
+    struct mm_sleeper *z = ap_get_module_config(c->conn_config, &mruby_module);
+
+    if (z) {
+        ap_set_module_config(c->conn_config, &mruby_module, NULL);
+        z->pending = 1;
+        z->ws = c->sbh ? ap_get_scoreboard_worker(c->sbh) : NULL;
+        z->status = z->ws ? z->ws->status : 0;
+        z->began = apr_atomic_read32(&z->run.vm->began);
+        z->hooked = apr_time_now();
+        schedule(z);
+    }
+}
+
+/* The calling thread begins on a connection, new or resumed: it has left
+ * whatever connection it suspended before (worker_left). */
+static void count_connection(void)
+{
+    mm_vm_t *vm;
+
+    if (mm_vm_async && (vm = mm_vm_of_thread()) != NULL) {
+        apr_atomic_inc32(&vm->began);
+    }
+}
+
+static int pre_connection(conn_rec *c, void *csd)
+{
+    count_connection();
+    return OK;
+}
+
+static void resume_connection(conn_rec *c, request_rec *r)
+{
+    count_connection();
+}
+
+void mm_suspend_register_hooks(apr_pool_t *p)
+{
+    ap_hook_suspend_connection(suspend_connection, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_resume_connection(resume_connection, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_pre_connection(pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 void mm_suspend_done(mm_run_t *run)

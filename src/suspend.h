@@ -12,11 +12,17 @@ int mm_suspend_possible(const mm_run_t *run);
 
 /* The script of run yielded its fiber to sleep run->sleep microseconds:
  * asks httpd to call back then. On success the run record now lives in the
- * request's pool (run->sleeper) and the handler returns SUSPENDED. */
+ * request's pool (run->sleeper) and the handler returns SUSPENDED; the
+ * alarm is set once the MPM has suspended the connection (or the callback
+ * that woke the script has returned). */
 apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot);
 
 /* The sleeping script of run has ended: releases its fiber. */
 void mm_suspend_done(mm_run_t *run);
+
+/* Registers the suspend_connection hook that hands a first sleep to the
+ * alarm thread. */
+void mm_suspend_register_hooks(apr_pool_t *p);
 
 /* child_init: starts the child's alarm thread (event MPM only). */
 void mm_suspend_child_init(apr_pool_t *pchild, server_rec *s);

@@ -374,6 +374,16 @@ static int retire(mm_vm_t *vm)
     return 1;
 }
 
+mm_vm_t *mm_vm_of_thread(void)
+{
+    void *found = NULL;
+
+    if (vm_key) {
+        apr_threadkey_private_get(&found, vm_key);
+    }
+    return found;
+}
+
 mm_vm_t *mm_vm_for_thread(server_rec *s)
 {
     void *found = NULL;

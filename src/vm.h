@@ -50,6 +50,9 @@ struct mm_vm {
     apr_thread_mutex_t *lock;
     int suspended; /* sleeping runs (under lock) */
     int orphaned;  /* its thread exited while runs slept (under lock) */
+    /* Counts the connections its thread began to work on (written by that
+     * thread, read by others: suspend.c). */
+    volatile apr_uint32_t began;
     /* Limits (mrubyMemoryLimit, mrubyMaxRequestsPerVM, mrubyTimeout). */
     apr_size_t mem_limit;      /* 0: no limit, only big blocks counted */
     apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
@@ -72,6 +75,9 @@ struct mm_vm {
 /* The calling thread's VM, created on first use; NULL (and logged) when it
  * cannot be created. */
 mm_vm_t *mm_vm_for_thread(server_rec *s);
+
+/* The calling thread's VM if it has one; never creates one. */
+mm_vm_t *mm_vm_of_thread(void);
 
 /* The end of an outermost run in vm: counts it, and marks the VM for
  * replacement when a limit says so. */
