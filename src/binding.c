@@ -49,6 +49,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_authn_init,
     mm_authz_init,
     mm_json_init,
+    mm_code_guard_eval,
 };
 /* clang-format on */
 

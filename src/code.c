@@ -17,16 +17,22 @@
 #include "apr_thread_mutex.h"
 
 #include <mruby.h>
+#include <mruby/class.h>
 #include <mruby/compile.h>
 #include <mruby/dump.h>
 #include <mruby/error.h>
 #include <mruby/irep.h>
 #include <mruby/proc.h>
+#include <mruby/string.h>
 
+#include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "code.h"
+#include "config.h"
 #include "mod_mruby.h"
 #include "verify.h"
 
@@ -88,17 +94,124 @@ static void make_toplevel(mrb_state *mrb, struct RProc *proc)
     MRB_PROC_SET_TARGET_CLASS(proc, mrb->object_class);
 }
 
+/* ------------------------------------------------------- bounded parsing */
+
+/* mruby 3.1's parser adds each statement of a body, each argument, array
+ * element or hash pair to its list by walking the list from its head, so a
+ * list of n items costs n * n / 2 steps: 20,000 statements take a second,
+ * 250,000 (a megabyte of `a=1;`) several minutes, and mruby has no way to
+ * stop it. But it reads its input as it goes: given a stdio stream of our
+ * own, it asks for the next MM_FEED_CHUNK bytes after parsing the ones
+ * before, and the stream ends the input once the thread has spent more CPU
+ * time than mrubyCompileLimit allows; the parser then stops at once (with
+ * a syntax error, or a program cut short that is thrown away). CPU time
+ * of the thread, not the clock: other processes' load does not count. */
+#define MM_FEED_CHUNK 1024
+
+/* Evaluated strings shorter than this are not parsed twice
+ * (mm_code_guard_eval): a list in them is at most a few thousand items,
+ * which mruby parses in milliseconds. */
+#define MM_EVAL_CHECK_BYTES 4096
+
 typedef struct {
-    const char *name; /* file name recorded in the debug info */
     const char *src;
     size_t len;
-    int lineno;   /* line number of the first line of src */
-    int dump;     /* also produce a RITE image */
-    long lines;   /* set by compile: how many lines src has */
+    size_t pos;            /* bytes handed to the parser so far */
+    apr_uint64_t deadline; /* thread CPU time, ns; 0: none */
+    int stopped;           /* the deadline passed: the input was cut */
+} mm_feed_t;
+
+static apr_uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (apr_uint64_t)ts.tv_sec * 1000000000u + (apr_uint64_t)ts.tv_nsec;
+}
+
+static ssize_t feed_read(void *cookie, char *buf, size_t size)
+{
+    mm_feed_t *feed = cookie;
+    size_t n = feed->len - feed->pos;
+
+    if (feed->deadline && thread_cpu_ns() > feed->deadline) {
+        feed->stopped = 1;
+        return 0;
+    }
+    if (n > size) {
+        n = size;
+    }
+    memcpy(buf, feed->src + feed->pos, n);
+    feed->pos += n;
+    return (ssize_t)n;
+}
+
+/* Opens the stream the parser reads src from, starting the clock of
+ * mrubyCompileLimit. The caller closes it (fclose), also when mruby raised
+ * while parsing. */
+static FILE *feed_open(mm_feed_t *feed, const char *src, size_t len)
+{
+    static const cookie_io_functions_t io = {feed_read, NULL, NULL, NULL};
+    FILE *f;
+
+    memset(feed, 0, sizeof *feed);
+    feed->src = src;
+    feed->len = len;
+    if (mm_settings.compile_ms) {
+        feed->deadline = thread_cpu_ns() + mm_settings.compile_ms * 1000000u;
+    }
+    f = fopencookie(feed, "r", io);
+    if (f) {
+        /* mruby reads a byte at a time: small refills, and no lock each */
+        setvbuf(f, NULL, _IOFBF, MM_FEED_CHUNK);
+        __fsetlocking(f, FSETLOCKING_BYCALLER);
+    }
+    return f;
+}
+
+/* The line of src the parser had reached when it was stopped (within a
+ * chunk). */
+static long feed_line(const mm_feed_t *feed, int first)
+{
+    const char *p = feed->src, *end = feed->src + feed->pos;
+    long line = first;
+
+    while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        line++;
+        p++;
+    }
+    return line;
+}
+
+/* ------------------------------------------------------------------ compiling */
+
+typedef struct {
+    const char *name;  /* file name recorded in the debug info */
+    const char *label; /* what the script is called in errors of the limits */
+    const char *src;
+    size_t len;
+    int lineno; /* line number of the first line of src */
+    int dump;   /* also produce a RITE image */
+    long lines; /* set by compile: how many lines src has */
+    FILE *in;   /* the stream src is parsed from */
+    mm_feed_t feed;
     uint8_t *bin; /* mrb_malloc'd image when dump */
     size_t bin_len;
+    int limit;       /* set by compile: the error is mrubyCompileLimit's */
     char error[512]; /* "name:line:col: message" for a syntax error */
 } mm_compile_t;
+
+static void limit_error(mm_compile_t *c)
+{
+    c->limit = 1;
+    snprintf(c->error, sizeof c->error,
+             "%s: compiling stopped after %" APR_UINT64_T_FMT " ms of CPU time, near line %ld of %ld "
+             "(mruby's parser is slow on long lists: of statements, arguments, array or hash items); "
+             "see mrubyCompileLimit",
+             c->label, mm_settings.compile_ms, feed_line(&c->feed, c->lineno), c->lineno + c->lines - 1);
+}
 
 static mrb_value compile_body(mrb_state *mrb, void *ud)
 {
@@ -110,9 +223,11 @@ static mrb_value compile_body(mrb_state *mrb, void *ud)
     mrbc_filename(mrb, cxt, c->name);
     cxt->capture_errors = TRUE;
     cxt->lineno = (uint16_t)(c->lineno > 0 && c->lineno < 65536 ? c->lineno : 1);
-    ps = mrb_parse_nstring(mrb, c->src, c->len, cxt);
+    ps = mrb_parse_file(mrb, c->in, cxt);
     if (ps == NULL) {
         snprintf(c->error, sizeof c->error, "%s: out of memory while parsing", c->name);
+    } else if (c->feed.stopped) {
+        limit_error(c);
     } else if (ps->nerr > 0) {
         snprintf(c->error, sizeof c->error, "%s:%d:%d: %s", c->name, (int)ps->error_buffer[0].lineno,
                  (int)ps->error_buffer[0].column, ps->error_buffer[0].message);
@@ -175,6 +290,7 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
 
     c->error[0] = '\0';
     c->bin = NULL;
+    c->limit = 0;
     /* A UTF-8 byte order mark, which some editors put at the start of a
      * file: Ruby skips it, mruby's parser would read it as the first
      * characters of a method name (NoMethodError on every run). */
@@ -183,7 +299,26 @@ static struct RProc *compile(mrb_state *mrb, mm_compile_t *c)
         c->len -= 3;
     }
     c->lines = count_lines(c->src, c->len);
+    if (c->len > mm_settings.compile_bytes) {
+        c->limit = 1;
+        snprintf(c->error, sizeof c->error,
+                 "%s: %" APR_SIZE_T_FMT " bytes of Ruby, over the %" APR_SIZE_T_FMT
+                 " that mrubyCompileLimit allows",
+                 c->label, c->len, mm_settings.compile_bytes);
+        return NULL;
+    }
+    c->in = feed_open(&c->feed, c->src, c->len);
+    if (c->in == NULL) {
+        snprintf(c->error, sizeof c->error, "%s: cannot open a stream to parse from", c->name);
+        return NULL;
+    }
     v = mrb_protect_error(mrb, compile_body, c, &raised);
+    fclose(c->in);
+    c->in = NULL;
+    if (raised && c->feed.stopped) {
+        limit_error(c);
+        return NULL;
+    }
     if (raised) {
         snprintf(c->error, sizeof c->error, "%s: %s while compiling", c->name, mrb_obj_classname(mrb, v));
         return NULL;
@@ -389,10 +524,12 @@ static struct RProc *compile_file(mrb_state *mrb, server_rec *s, const char *pat
             bin_len = len;
         }
     } else {
-        mm_compile_t c = {path, src, len, 1, 1};
+        mm_compile_t c = {.name = path, .label = path, .src = src, .len = len, .lineno = 1, .dump = 1};
 
         proc = compile(mrb, &c);
-        warn_if_too_long(s, path, &c);
+        if (!c.limit) {
+            warn_if_too_long(s, path, &c);
+        }
         if (proc == NULL) {
             *err = apr_pstrdup(p, c.error);
         } else {
@@ -406,6 +543,117 @@ static struct RProc *compile_file(mrb_state *mrb, server_rec *s, const char *pat
     }
     image_publish(path, stamp, bin, bin_len, proc ? NULL : strdup(*err));
     return proc;
+}
+
+/* ---------------------------------------------------- eval of strings */
+
+/* Parses (and throws away) what a script gives eval, under the limits of
+ * mrubyCompileLimit, and raises ScriptError when it is over them. The
+ * string is parsed twice then, so short ones, which cannot be slow, are
+ * only measured. */
+static void check_eval(mrb_state *mrb, const char *what, mrb_value src)
+{
+    const char *text = RSTRING_PTR(src);
+    mrb_int len = RSTRING_LEN(src);
+    mrbc_context *cxt;
+    struct mrb_parser_state *ps;
+    mm_feed_t feed;
+    FILE *in;
+
+    if ((apr_size_t)len > mm_settings.compile_bytes) {
+        mrb_raisef(mrb, E_SCRIPT_ERROR, "%s: %i bytes of Ruby, over the %i that mrubyCompileLimit allows",
+                   what, len, (mrb_int)mm_settings.compile_bytes);
+    }
+    if (len < MM_EVAL_CHECK_BYTES || mm_settings.compile_ms == 0) {
+        return;
+    }
+    cxt = mrbc_context_new(mrb);
+    cxt->capture_errors = TRUE; /* its syntax errors are eval's to report */
+    in = feed_open(&feed, text, (size_t)len);
+    if (in == NULL) {
+        mrbc_context_free(mrb, cxt);
+        return;
+    }
+    ps = mrb_parse_file(mrb, in, cxt);
+    if (ps) {
+        mrb_parser_free(ps);
+    }
+    fclose(in);
+    mrbc_context_free(mrb, cxt);
+    if (feed.stopped) {
+        mrb_raisef(mrb, E_SCRIPT_ERROR,
+                   "%s: compiling stopped after %i ms of CPU time, near line %i of the string; see "
+                   "mrubyCompileLimit",
+                   what, (mrb_int)mm_settings.compile_ms, (mrb_int)feed_line(&feed, 1));
+    }
+}
+
+/* Calls the method mruby defined, kept under the name orig, as a C
+ * function in the caller's own frame: eval runs the string in the frame
+ * that called it, which a call through mrb_funcall would replace. */
+static mrb_value eval_guarded(mrb_state *mrb, mrb_value self, const char *what, const char *orig)
+{
+    mrb_int argc = mrb_get_argc(mrb);
+    const mrb_value *argv = mrb_get_argv(mrb);
+    struct RClass *c = mrb_class(mrb, self);
+    mrb_method_t m;
+    mrb_func_t f;
+
+    if (argc > 0 && mrb_string_p(argv[0])) {
+        check_eval(mrb, what, argv[0]);
+    }
+    m = mrb_method_search_vm(mrb, &c, mrb_intern_cstr(mrb, orig));
+    f = MRB_METHOD_UNDEF_P(m) ? NULL : MRB_METHOD_CFUNC(m);
+    if (f == NULL) {
+        mrb_raisef(mrb, E_NOMETHOD_ERROR, "%s: mruby's method is gone", what);
+    }
+    return f(mrb, self);
+}
+
+static mrb_value eval_kernel(mrb_state *mrb, mrb_value self)
+{
+    return eval_guarded(mrb, self, "eval", "__mm_eval");
+}
+
+static mrb_value eval_instance(mrb_state *mrb, mrb_value self)
+{
+    return eval_guarded(mrb, self, "instance_eval", "__mm_instance_eval");
+}
+
+static mrb_value eval_class(mrb_state *mrb, mrb_value self)
+{
+    return eval_guarded(mrb, self, "class_eval", "__mm_class_eval");
+}
+
+static mrb_value eval_module(mrb_state *mrb, mrb_value self)
+{
+    return eval_guarded(mrb, self, "module_eval", "__mm_module_eval");
+}
+
+/* Puts eval_NAME in front of mruby's method name of c: mruby's is kept as
+ * orig. Nothing when mruby has no such method (no mruby-eval). */
+static void guard(mrb_state *mrb, struct RClass *c, const char *name, const char *orig, mrb_func_t f)
+{
+    struct RClass *found = c;
+    mrb_method_t m = mrb_method_search_vm(mrb, &found, mrb_intern_cstr(mrb, name));
+
+    if (MRB_METHOD_UNDEF_P(m) || found != c || MRB_METHOD_CFUNC(m) == NULL) {
+        return;
+    }
+    mrb_alias_method(mrb, c, mrb_intern_cstr(mrb, orig), mrb_intern_cstr(mrb, name));
+    mrb_define_method(mrb, c, name, f, MRB_ARGS_ANY());
+}
+
+void mm_code_guard_eval(mrb_state *mrb)
+{
+    struct RClass *basic = mrb_class_get(mrb, "BasicObject");
+
+    guard(mrb, mrb->kernel_module, "eval", "__mm_eval", eval_kernel);
+    guard(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(mrb->kernel_module))), "eval",
+          "__mm_eval", eval_kernel);
+    guard(mrb, basic, "instance_eval", "__mm_instance_eval", eval_instance);
+    guard(mrb, mrb->module_class, "class_eval", "__mm_class_eval", eval_class);
+    guard(mrb, mrb->module_class, "module_eval", "__mm_module_eval", eval_module);
 }
 
 /* ------------------------------------------------------------ request time */
@@ -574,7 +822,7 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
                                       apr_size_t len, int lineno, int file)
 {
     mrb_state *mrb = config_vm();
-    mm_compile_t c = {name, src, len, lineno, 1};
+    mm_compile_t c = {.name = name, .label = s->name, .src = src, .len = len, .lineno = lineno, .dump = 1};
     int ai;
 
     if (mrb == NULL) {
@@ -593,10 +841,13 @@ static const char *compile_for_config(cmd_parms *cmd, mm_script_t *s, const char
     } else {
         struct RProc *proc = compile(mrb, &c);
 
-        warn_if_too_long(cmd->server, s->name, &c);
+        if (!c.limit) {
+            warn_if_too_long(cmd->server, s->name, &c);
+        }
         if (proc == NULL) {
             mrb_gc_arena_restore(mrb, ai);
-            return apr_psprintf(cmd->pool, "%s: Ruby error: %s", cmd->cmd->name, c.error);
+            return apr_psprintf(cmd->pool, c.limit ? "%s: %s" : "%s: Ruby error: %s", cmd->cmd->name,
+                                c.error);
         }
         s->bin = apr_pmemdup(cmd->pool, c.bin, c.bin_len);
         s->bin_len = c.bin_len;

@@ -48,6 +48,10 @@ const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_s
 /* Number of scripts configured in this generation (sizes each VM's loaded[]). */
 int mm_code_script_count(void);
 
+/* Bounds what scripts give eval, instance_eval, class_eval and module_eval
+ * by mrubyCompileLimit, as the scripts themselves are (a VM's init). */
+void mm_code_guard_eval(mrb_state *mrb);
+
 void mm_code_pre_config(apr_pool_t *pconf);
 void mm_code_post_config(void);
 

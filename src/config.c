@@ -32,6 +32,8 @@ void mm_config_pre_config(apr_pool_t *pconf)
 {
     mm_phase_pre_config();
     memset(&mm_settings, 0, sizeof mm_settings);
+    mm_settings.compile_bytes = MM_DEFAULT_COMPILE_BYTES;
+    mm_settings.compile_ms = MM_DEFAULT_COMPILE_MS;
 }
 
 /* A section without any of the module's directives. Static: its padding
@@ -302,6 +304,29 @@ static const char *cmd_max_requests(cmd_parms *cmd, void *dconf, const char *arg
     return err ? err : parse_count(cmd, arg, 0, APR_UINT64_MAX, &mm_settings.max_requests);
 }
 
+/* mrubyCompileLimit BYTES [MILLISECONDS]: how much Ruby one compilation
+ * may be given, and how much CPU time its parsing may take (code.c). It
+ * bounds the code compiled after it: scripts before it were compiled under
+ * the defaults, which bound them too. */
+static const char *cmd_compile_limit(cmd_parms *cmd, void *dconf, const char *bytes, const char *ms)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    apr_uint64_t n = 0, t = mm_settings.compile_ms;
+
+    if (err == NULL) {
+        err = parse_size(cmd, bytes, 1024, MM_MAX_COMPILE_BYTES, &n);
+    }
+    if (err == NULL && ms) {
+        err = parse_count(cmd, ms, 0, MM_MAX_COMPILE_MS, &t);
+    }
+    if (err) {
+        return err;
+    }
+    mm_settings.compile_bytes = (apr_size_t)n;
+    mm_settings.compile_ms = t;
+    return NULL;
+}
+
 /* mrubyServerToken On|Off: off by default, as the version a server tells
  * every client helps whoever looks for vulnerable ones. */
 static const char *cmd_server_token(cmd_parms *cmd, void *dconf, int on)
@@ -415,6 +440,9 @@ const command_rec mm_directives[] = {
                   "most memory one VM may use (bytes, or with K, M, G); 'off' for no limit"),
     AP_INIT_TAKE1("mrubyMaxRequestsPerVM", cmd_max_requests, NULL, RSRC_CONF,
                   "runs after which a VM is replaced by a fresh one; 0 for never"),
+    AP_INIT_TAKE12("mrubyCompileLimit", cmd_compile_limit, NULL, RSRC_CONF,
+                   "most bytes of Ruby compiled at once (K, M allowed), and most milliseconds of CPU "
+                   "its parsing may take (0: no time limit)"),
     AP_INIT_FLAG("mrubyServerToken", cmd_server_token, NULL, RSRC_CONF,
                  "On: add mod_mruby/VERSION to the Server header (with ServerTokens Full)"),
     AP_INIT_TAKE1("mrubyRequestBodyLimit", cmd_body_limit, NULL, MM_DIR_CONTEXT,

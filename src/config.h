@@ -44,7 +44,14 @@ typedef struct {
     apr_size_t memory_limit;   /* mrubyMemoryLimit: bytes per VM; 0: none */
     apr_uint64_t max_requests; /* mrubyMaxRequestsPerVM: 0: no limit */
     int server_token;          /* mrubyServerToken: name us in the Server header */
+    apr_size_t compile_bytes;  /* mrubyCompileLimit: most bytes of Ruby compiled at once */
+    apr_uint64_t compile_ms;   /* mrubyCompileLimit: most CPU time parsing them, ms; 0: none */
 } mm_settings_t;
+
+#define MM_DEFAULT_COMPILE_BYTES (1024 * 1024)
+#define MM_DEFAULT_COMPILE_MS    2000
+#define MM_MAX_COMPILE_BYTES     (16 * 1024 * 1024) /* a script file's own maximum (code.c) */
+#define MM_MAX_COMPILE_MS        3600000            /* an hour */
 
 extern mm_settings_t mm_settings;
 /* Per-server configuration, in pconf. Its directives are global (main

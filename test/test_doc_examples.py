@@ -932,7 +932,7 @@ def test_every_public_name_is_documented(make_httpd):
 VALUES = {
     "mrubyCache": "shmcb", "mrubyHandlerEnable": "On", "mrubyTimeout": "off",
     "mrubyMemoryLimit": "off", "mrubyMaxRequestsPerVM": "0", "mrubyServerToken": "Off",
-    "mrubyRequestBodyLimit": "1M", "mrubyFormFieldsLimit": "10",
+    "mrubyRequestBodyLimit": "1M", "mrubyFormFieldsLimit": "10", "mrubyCompileLimit": "1M 2000",
 }
 NAMED = ("mrubyOutputFilterNamed", "mrubyInputFilterNamed", "mrubyAuthzProvider")
 

@@ -323,7 +323,8 @@ def test_script_file_over_16_mb_fails_configtest(make_httpd, directive):
 def test_script_file_of_16_mb_is_accepted(make_httpd):
     srv = make_httpd("edgescript", "event")
     sparse_script(srv.path("scripts/edge.rb"), SCRIPT_MAX)
-    code, out = srv.configtest("mrubyHandler {root}/scripts/edge.rb cache\n")
+    # mrubyCompileLimit's default (1 MB) is lower than a file's own limit
+    code, out = srv.configtest("mrubyCompileLimit 16M\nmrubyHandler {root}/scripts/edge.rb cache\n")
     assert code == 0, out
 
 
