@@ -4,10 +4,11 @@
  * instance in pconf (so a missing provider module fails `apachectl -t`);
  * post_config, in the parent, creates the cache's global mutexes and
  * initializes the instance (shmcb allocates its shared memory there, which
- * the children inherit); child_init attaches the mutexes in each child. All
- * of it belongs to pconf: a restart or stop destroys the instance and the
- * mutexes, and the next generation makes new ones. Entries in shmcb are lost
- * then; memcache and redis keep theirs.
+ * the children inherit); child_init attaches the mutexes in each child. The
+ * instance belongs to pconf: a restart or stop destroys it, and the next
+ * generation makes a new one (entries in shmcb are lost then; memcache and
+ * redis keep theirs). The mutexes are kept for the life of httpd (see
+ * create_mutex).
  *
  * Every entry's id is a 4-byte hash of the key followed by the key: shmcb
  * wants ids of 4 bytes or more and picks a subcache by the first byte, so
@@ -205,17 +206,38 @@ static apr_status_t destroy_instance(void *data)
     return APR_SUCCESS;
 }
 
+/* A cache's mutexes outlive the generation that made them: after a
+ * graceful restart the old generation's children go on serving requests,
+ * with the mutexes they attached. Destroyed with pconf and made anew, the
+ * old ones failed in those children ("Invalid argument": a System V
+ * semaphore removed under them). So each is made once, in the process's
+ * pool, and found again by the cache's name at each restart; the Mutex
+ * directive's choice for it is read when it is made (a full stop and start
+ * applies a new one). */
 static apr_status_t create_mutex(apr_global_mutex_t **mutex, mm_cache_t *c, const char *suffix, server_rec *s,
                                  apr_pool_t *pconf)
 {
     const char *id = apr_pstrcat(pconf, c->name, suffix, NULL);
-    apr_status_t rv = ap_global_mutex_create(mutex, NULL, MM_CACHE_MUTEX_TYPE, id, s, pconf, 0);
+    const char *key = apr_pstrcat(pconf, "mod_mruby cache mutex ", id, NULL);
+    apr_global_mutex_t **kept = ap_retained_data_get(key);
+    apr_status_t rv;
 
+    if (kept == NULL) {
+        kept = ap_retained_data_create(key, sizeof *kept);
+    }
+    if (*kept) {
+        *mutex = *kept;
+        return APR_SUCCESS;
+    }
+    rv = ap_global_mutex_create(kept, NULL, MM_CACHE_MUTEX_TYPE, id, s, s->process->pool, 0);
     if (rv != APR_SUCCESS) {
+        *kept = NULL;
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                      MM_LOGNO(00901) "cache '%s': cannot create its " MM_CACHE_MUTEX_TYPE " mutex", c->name);
+        return rv;
     }
-    return rv;
+    *mutex = *kept;
+    return APR_SUCCESS;
 }
 
 int mm_cache_post_config(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)

@@ -6,6 +6,7 @@ threads; two httpd instances sharing one server; a server that is down."""
 import concurrent.futures
 import os
 import re
+import signal
 import time
 
 import pytest
@@ -587,3 +588,49 @@ def test_graceful_restarts_keep_working_and_do_not_leak(make_httpd, memcached, r
     assert srv.get("/c/get?cache=mc&key=persist").text == "=kept"
     assert srv.get("/c/get?key=local").text == "nil"
     assert sorted(os.listdir(srv.path("run"))) == run_dir
+
+
+def test_locks_hold_in_old_children_during_graceful_restarts(make_httpd, mpm, memcached, redis):
+    """The parent destroyed the caches' global mutexes at each restart and
+    made new ones, while the old generation's children still served
+    requests with the old ones: their incr and synchronize failed
+    ("Invalid argument", a 500). Many clients count in redis, which keeps
+    its entries across generations, under a graceful restart every second:
+    every answer a 200, and the counter exact."""
+    srv = new_cache_httpd("cache-locks", mpm, memcached, redis, make=make_httpd).start()
+    key = "restarts-%s" % mpm
+    stop = time.monotonic() + 5
+    failures = []
+
+    def client(i):
+        done = 0
+        while time.monotonic() < stop:
+            op = "incr" if i % 2 else "add_under_lock"
+            k = key if op == "incr" else key + "-locked"
+            r = srv.get("/c/%s?cache=rd&key=%s&n=3" % (op, k))
+            if r.status != 200:
+                failures.append((r.status, r.text))
+            else:
+                done += 3
+        return i % 2, done
+
+    def restarts():
+        n = 0
+        while time.monotonic() < stop - 0.5:
+            time.sleep(1)
+            srv.signal(signal.SIGUSR1)
+            n += 1
+        return n
+
+    with concurrent.futures.ThreadPoolExecutor(41) as pool:
+        counting = [pool.submit(client, i) for i in range(40)]
+        n = pool.submit(restarts).result()
+        done = [f.result() for f in counting]
+    assert failures == []
+    assert n >= 3
+    assert "MRB00030" not in srv.error_log()
+    incremented = sum(d for odd, d in done if odd)
+    locked = sum(d for odd, d in done if not odd)
+    assert incremented > 0 and locked > 0
+    assert srv.get("/c/get?cache=rd&key=%s" % key).text == "=%d" % incremented
+    assert srv.get("/c/get?cache=rd&key=%s-locked" % key).text == "=%d" % locked
