@@ -5,6 +5,7 @@
 #include "apr_lib.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "parse.h"
 
@@ -102,4 +103,31 @@ int mm_parse_header_value_ok(const char *s, size_t len)
         }
     }
     return 1;
+}
+
+const char *mm_parse_response_header_refused(const char *name, const char *value)
+{
+    /* Hop-by-hop headers and those that frame the message: httpd writes
+     * them from what it sends, and a script's would make the client read
+     * the stream otherwise than httpd writes it. */
+    static const char *const httpds[] = {"Transfer-Encoding", "TE",         "Trailer",
+                                         "Upgrade",           "Keep-Alive", "Proxy-Connection"};
+    size_t i;
+
+    for (i = 0; i < sizeof httpds / sizeof httpds[0]; i++) {
+        if (strcasecmp(name, httpds[i]) == 0) {
+            return "is httpd's to send: it frames the response on the connection";
+        }
+    }
+    if (strcasecmp(name, "Connection") == 0 && strcasecmp(value, "close") != 0) {
+        return "may only be \"close\": httpd manages the connection";
+    }
+    if (strcasecmp(name, "Content-Length") == 0) {
+        size_t n = strspn(value, "0123456789");
+
+        if (n == 0 || n > 18 || value[n] != '\0') {
+            return "must be a decimal number of bytes";
+        }
+    }
+    return NULL;
 }

@@ -31,4 +31,11 @@ int mm_parse_header_name_ok(const char *s);
  * with any other). */
 int mm_parse_header_value_ok(const char *s, size_t len);
 
+/* NULL when a script may set the response header name to value, else why
+ * not: httpd owns the headers that frame the response or belong to the
+ * connection (Transfer-Encoding, TE, Trailer, Upgrade, Keep-Alive,
+ * Proxy-Connection; Connection but "close"); a Content-Length must be a
+ * number (httpd puts the body's real length in its place: run.c). */
+const char *mm_parse_response_header_refused(const char *name, const char *value);
+
 #endif

@@ -51,6 +51,10 @@ static mrb_value apache_return(mrb_state *mrb, mrb_value self)
     if (status < INT_MIN + 1 || status > INT_MAX) {
         mrb_raise(mrb, E_RANGE_ERROR, "Apache.return: status out of range");
     }
+    if (status >= 100 && status <= 199) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache.return: %i is not a final status (1xx are httpd's to send)",
+                   status);
+    }
     run->status = (int)status;
     return self;
 }

@@ -178,6 +178,10 @@ static mrb_value request_set_status(mrb_state *mrb, mrb_value self)
     if (status < 100 || status > 599) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::Request#status=: %i is not an HTTP status", status);
     }
+    if (status < 200) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR,
+                   "Apache::Request#status=: %i is not a final status (1xx are httpd's to send)", status);
+    }
     r->status = (int)status;
     return mrb_fixnum_value(status);
 }

@@ -30,7 +30,7 @@ typedef struct {
     const char *cls;    /* class name under Apache */
     const char *reader; /* the Apache::Request method that returns it */
     size_t offset;      /* of the apr_table_t * in request_rec */
-    int is_header;      /* names must be tokens, values single-line */
+    int is_header;      /* names must be tokens, values single-line; 2: a response's */
     const char *value;  /* a value's name in messages */
 } mm_table_kind_t;
 
@@ -40,13 +40,13 @@ typedef struct {
     {                                                                                                        \
         cls, #field, offsetof(request_rec, field), is_header, value                                          \
     }
-#define HEADER_TABLE(cls, field) TABLE_KIND(cls, field, 1, "Apache::" cls ": header value")
+#define HEADER_TABLE(cls, field, is_header) TABLE_KIND(cls, field, is_header, "Apache::" cls ": header value")
 #define OTHER_TABLE(cls, field)  TABLE_KIND(cls, field, 0, "a table value")
 
 static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
-    [MM_TABLE_HEADERS_IN] = HEADER_TABLE("Headers_in", headers_in),
-    [MM_TABLE_HEADERS_OUT] = HEADER_TABLE("Headers_out", headers_out),
-    [MM_TABLE_ERR_HEADERS_OUT] = HEADER_TABLE("Err_headers_out", err_headers_out),
+    [MM_TABLE_HEADERS_IN] = HEADER_TABLE("Headers_in", headers_in, 1),
+    [MM_TABLE_HEADERS_OUT] = HEADER_TABLE("Headers_out", headers_out, 2),
+    [MM_TABLE_ERR_HEADERS_OUT] = HEADER_TABLE("Err_headers_out", err_headers_out, 2),
     [MM_TABLE_NOTES] = OTHER_TABLE("Notes", notes),
     [MM_TABLE_ENV] = OTHER_TABLE("Env", subprocess_env),
 };
@@ -123,6 +123,13 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
      * the Request fields that end up in a header */
     value = k->is_header ? mm_binding_header_str(mrb, r->pool, val, k->value)
                          : mm_binding_pstr(mrb, r->pool, val, k->value);
+    if (k->is_header == 2) {
+        const char *why = mm_parse_response_header_refused(name, value);
+
+        if (why) {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: %s %s", k->cls, name, why);
+        }
+    }
     /* Each Set-Cookie is a header of its own: adding, not replacing. */
     if (add || (k->is_header && strcasecmp(name, "Set-Cookie") == 0)) {
         apr_table_addn(t, name, value);

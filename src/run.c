@@ -51,7 +51,16 @@ static mm_response_t *response_of(request_rec *r)
 static apr_status_t flush_out(apr_bucket_brigade *bb, void *ctx)
 {
     request_rec *r = ctx;
-    apr_status_t rv = ap_pass_brigade(r->output_filters, bb);
+    apr_status_t rv;
+
+    /* The body's length is httpd's to tell (from the body in one piece, or
+     * by chunks): a script's Content-Length that did not match what it
+     * wrote made the client take the rest for the next response. */
+    if (!response_of(r)->flushed) {
+        apr_table_unset(r->headers_out, "Content-Length");
+        apr_table_unset(r->err_headers_out, "Content-Length");
+    }
+    rv = ap_pass_brigade(r->output_filters, bb);
 
     apr_brigade_cleanup(bb);
     response_of(r)->flushed = 1;

@@ -118,7 +118,7 @@ class Apache
     def self.status_of(status)
       status = status.to_i if status.is_a?(String) && !status.empty? && status.bytes.all? { |b| b >= 48 && b <= 57 }
       valid = status.is_a?(Integer) &&
-              ((status >= 100 && status <= 599) || [Apache::OK, Apache::DECLINED, Apache::DONE].include?(status))
+              ((status >= 200 && status <= 599) || [Apache::OK, Apache::DECLINED, Apache::DONE].include?(status))
       raise ArgumentError, "Rack response status #{status.inspect} is not an HTTP status" unless valid
       status
     end
@@ -134,7 +134,10 @@ class Apache
         header_pairs(res[1]).each do |name, value|
           case name.downcase
           when "content-type" then r.content_type = value
-          when "content-length" then nil # httpd counts the body itself
+          # httpd counts the body itself, and frames it on the connection
+          when "content-length", "transfer-encoding", "te", "trailer", "upgrade", "keep-alive",
+               "proxy-connection" then nil
+          when "connection" then r.headers_out.add(name, value) if value.downcase == "close"
           else r.headers_out.add(name, value)
           end
         end
