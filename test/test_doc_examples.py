@@ -887,6 +887,8 @@ def documented_names():
         names |= {(owner, "#", n) for n in re.findall(r"`(%s)`" % method, found.group(1))}
     regexp = section("ruby-api.md", "Regexp and MatchData")
     names |= {("Regexp", "::", n) for n in re.findall(r"`(?:Regexp::)?([A-Z]+)`", regexp)}
+    # Top-level constants that are objects: `Object::ENV`.
+    names |= {("Object", "::", n) for n in re.findall(r"`Object::([A-Z]\w*)`", text)}
     # Classes and modules: named in backquotes, or by a heading (the
     # tables' names them all).
     path = r"[A-Z]\w*(?:::[A-Z]\w*)*"
