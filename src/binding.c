@@ -53,6 +53,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_digest_init,
     mm_base64_init,
     mm_random_init,
+    mm_pkey_init,
     mm_env_init,
     mm_code_guard_eval,
 };
