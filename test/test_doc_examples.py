@@ -670,7 +670,7 @@ RECEIVERS = {
     "anp": ("instance", "Apache::AuthnProvider"), "z": ("instance", "Apache::AuthzProvider"),
     "t": ("instance", "Apache::Table"), "input": ("instance", "Apache::Input"),
     "p": ("instance", "Apache::Params"), "Headers_in": ("instance", "Apache::Headers_in"),
-    "d": ("instance", "Digest::Base"),
+    "d": ("instance", "Digest::Base"), "key": ("instance", "OpenSSL::PKey::PKey"),
 }
 # What a method without a receiver belongs to, by the section it is in.
 SECTION_RECEIVERS = {
