@@ -49,6 +49,12 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_authn_init,
     mm_authz_init,
     mm_json_init,
+    mm_openssl_init,
+    mm_digest_init,
+    mm_base64_init,
+    mm_random_init,
+    mm_pkey_init,
+    mm_env_init,
     mm_code_guard_eval,
 };
 /* clang-format on */

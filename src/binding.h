@@ -29,6 +29,12 @@ void mm_cache_init(mrb_state *mrb);      /* rb_cache.c: Apache::Cache */
 void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
 void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
 void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
+void mm_openssl_init(mrb_state *mrb);    /* rb_openssl.c: OpenSSL, OpenSSL::HMAC, secure compares */
+void mm_digest_init(mrb_state *mrb);     /* rb_digest.c: Digest::MD5, SHA1, SHA256, ... */
+void mm_base64_init(mrb_state *mrb);     /* rb_base64.c: Base64 */
+void mm_random_init(mrb_state *mrb);     /* rb_securerandom.c: SecureRandom */
+void mm_pkey_init(mrb_state *mrb);       /* rb_pkey.c: OpenSSL::PKey (after rb_openssl.c) */
+void mm_env_init(mrb_state *mrb);        /* rb_env.c: ENV (read-only), Process.pid */
 
 /* The end of an outermost run (or of a stretch of one, before it sleeps):
  * forgets $~ and $1..$9, the request's data, so the next script run in the

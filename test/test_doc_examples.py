@@ -30,6 +30,7 @@ import base64
 import concurrent.futures
 import gzip
 import hashlib
+import hmac
 import os
 import re
 import shutil
@@ -546,6 +547,15 @@ def test_json_example(make_httpd, mpm):
                                                              b'{"customer":"ann","total":16}')
 
 
+def test_signed_value_example(make_httpd, mpm):
+    """The HMAC example signs a value, checks it, refuses it changed."""
+    srv = handler_server(make_httpd, mpm, "doc-hmac", api_example("Digest, HMAC and secure compares", "ruby"))
+    secret = b"a secret of 32 random bytes or more, not in the script"
+    mac = base64.urlsafe_b64encode(hmac.new(secret, b"user=ann", hashlib.sha256).digest()).rstrip(b"=")
+    assert srv.ok("/x").body.split(b"\n") == [b"user=ann." + mac, b'"user=ann"', b"nil",
+                                               hashlib.sha256(b"").hexdigest().encode()]
+
+
 # (section, language) of every code block of the pages, in order, each
 # run by the test named beside it.
 EXAMPLES = {
@@ -587,6 +597,7 @@ EXAMPLES = {
         ("Example: a page cache", "apache"),
         ("Example: a page cache", "ruby"),
         ("JSON", "ruby"),  # test_json_example
+        ("Digest, HMAC and secure compares", "ruby"),  # test_signed_value_example
         ("Apache::Filter", "ruby"),  # test_stream_filter_counts_bytes
     ],
 }
@@ -656,6 +667,7 @@ RECEIVERS = {
     "anp": ("instance", "Apache::AuthnProvider"), "z": ("instance", "Apache::AuthzProvider"),
     "t": ("instance", "Apache::Table"), "input": ("instance", "Apache::Input"),
     "p": ("instance", "Apache::Params"), "Headers_in": ("instance", "Apache::Headers_in"),
+    "d": ("instance", "Digest::Base"), "key": ("instance", "OpenSSL::PKey::PKey"),
 }
 # What a method without a receiver belongs to, by the section it is in.
 SECTION_RECEIVERS = {
@@ -872,6 +884,8 @@ def documented_names():
         names |= {(owner, "#", n) for n in re.findall(r"`(%s)`" % method, found.group(1))}
     regexp = section("ruby-api.md", "Regexp and MatchData")
     names |= {("Regexp", "::", n) for n in re.findall(r"`(?:Regexp::)?([A-Z]+)`", regexp)}
+    # Top-level constants that are objects: `Object::ENV`.
+    names |= {("Object", "::", n) for n in re.findall(r"`Object::([A-Z]\w*)`", text)}
     # Classes and modules: named in backquotes, or by a heading (the
     # tables' names them all).
     path = r"[A-Z]\w*(?:::[A-Z]\w*)*"

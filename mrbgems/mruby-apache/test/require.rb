@@ -4,6 +4,9 @@ assert('require accepts the built-in feature names') do
   assert_false require('mod_mruby')
   assert_false require('Apache.rb')
   assert_false require('json')
+  %w[digest digest/md5 digest/sha1 digest/sha2 openssl base64 securerandom].each do |f|
+    assert_false require(f)
+  end
 end
 
 assert('require of anything else raises LoadError') do
