@@ -1,7 +1,8 @@
-# build_config.rb: the libmruby.a that mod_mruby links when configured with
-# --with-mruby-source=DIR (an mruby 3.1 source tree, e.g. from
-# `apt-get source mruby`). The Makefile runs `rake` in DIR with
-# MRUBY_CONFIG pointing here; nothing is downloaded.
+# build_config.rb: the libmruby.a that mod_mruby links (the default build:
+# script/build configures --with-mruby-source=DIR with the mruby 3.1 tree of
+# Debian's source package, script/mruby-source, patched by patches/mruby).
+# The Makefile runs `rake` in DIR with MRUBY_CONFIG pointing here; nothing
+# else is downloaded.
 #
 # The library is built position-independent (it goes into a shared object)
 # with the same standard gems as Debian's libmruby, plus this project's
@@ -15,6 +16,13 @@ MRuby::Build.new do |conf|
   conf.build_dir = File.join(ENV['MM_MRUBY_BUILD_DIR'], conf.name) if ENV['MM_MRUBY_BUILD_DIR']
 
   conf.cc.flags << '-fPIC' << '-O2' << '-g'
+
+  # Values are structs of a word and a type (no boxing): every Float keeps
+  # its 64 bits and every Integer up to 2**63 - 1 is a plain value. With
+  # mruby 3.1's default word boxing (Debian's build) Floats lose their two
+  # lowest bits, and two equal Integers of 2**62 or more, made apart, are
+  # not == (docs/building.md).
+  conf.cc.defines << 'MRB_NO_BOXING'
 
   # mruby calls a hook before every instruction: mrubyTimeout uses it to stop
   # scripts that run too long. (Debian's libmruby has no such hook.)

@@ -134,6 +134,7 @@ static void wake(void *baton)
 {
     struct mm_sleeper *z = baton;
     request_rec *r = z->run.r;
+    conn_rec *c = r->connection;
     mm_vm_t *vm = z->run.vm, *previous;
     int result;
 
@@ -141,7 +142,12 @@ static void wake(void *baton)
     result = mm_run_wake(&z->run, &z->slot);
     mm_vm_leave(vm, previous);
     if (result == SUSPENDED) {
-        schedule(z); /* asleep again: nothing here touches z or r after this */
+        /* Asleep again: this script, or one run after it in the same phase
+         * (a sleeper of its own). Nothing here touches r after this. */
+        struct mm_sleeper *next = ap_get_module_config(c->conn_config, &mruby_module);
+
+        ap_set_module_config(c->conn_config, &mruby_module, NULL);
+        schedule(next);
     } else {
         complete(r, result);
     }
@@ -329,11 +335,11 @@ apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
         run->vm->suspended++;
         c->keepalive = AP_CONN_CLOSE;
         apr_pool_cleanup_register(run->r->pool, z, sleeper_gone, apr_pool_cleanup_null);
-        /* Handed to the alarm thread by suspend_connection below, once the
-         * MPM is done with the connection. */
-        ap_set_module_config(c->conn_config, &mruby_module, z);
     }
-    /* Otherwise wake() hands it over when it returns. */
+    /* The connection's sleeper, handed to the alarm thread by the MPM's
+     * suspend_connection hook (below) when the handler returns SUSPENDED,
+     * or by wake() when the callback that resumed a script returns. */
+    ap_set_module_config(c->conn_config, &mruby_module, z);
     z->due = apr_time_now() + run->sleep;
     return APR_SUCCESS;
 }

@@ -4,6 +4,7 @@ wrong, nesting bounded; a request's JSON body read and answered."""
 
 import json
 import math
+import os
 
 import pytest
 
@@ -258,7 +259,12 @@ def test_parse_then_generate_gives_the_same_values(server, text):
 
 def test_integers_past_64_bits_become_floats(server):
     r = post(server, "/round.mrb?inspect", "[9223372036854775807, 9223372036854775808, -9223372036854775809]")
-    assert r.text == "[9223372036854775807, 9.22337203685478e+18, -9.22337203685478e+18]"
+    # mruby writes Floats as CRuby does in the libmruby the module is built
+    # with; Debian's rounds them to 15 digits (docs/building.md)
+    if os.environ.get("MM_MRUBY_MODE") == "source":
+        assert r.text == "[9223372036854775807, 9.223372036854776e+18, -9.223372036854776e+18]"
+    else:
+        assert r.text == "[9223372036854775807, 9.22337203685478e+18, -9.22337203685478e+18]"
 
 
 def test_symbolize_names(server):
