@@ -30,6 +30,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "error.h"
+#include "guard.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -157,6 +158,7 @@ static void wrap_fiber_initialize(mrb_state *mrb, mm_vm_t *vm)
 
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
+    mm_guard_init(mrb);
     mm_binding_init(mrb);
     if (mrb->exc) {
         mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
