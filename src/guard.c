@@ -36,6 +36,11 @@ static mrb_func_t original(mrb_state *mrb)
     return (mrb_func_t)mrb_cptr(mrb_cfunc_env_get(mrb, ENV_ORIGINAL));
 }
 
+mrb_func_t mm_guard_original(mrb_state *mrb)
+{
+    return original(mrb);
+}
+
 /* Replaces c#name by fn, which calls the C function of c#from (usually
  * the same method: the original, found with original()) once its check
  * passed. Nothing when c has no such C method (a gem this libmruby was
@@ -68,6 +73,11 @@ static void wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t 
                  mrb_int nmore)
 {
     wrap_from(mrb, c, name, name, fn, more, nmore);
+}
+
+void mm_guard_wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn)
+{
+    wrap(mrb, c, name, fn, NULL, 0);
 }
 
 static struct RClass *class_or_null(mrb_state *mrb, const char *name)
