@@ -15,8 +15,9 @@
  * redefined. And C methods that trust their arguments: IO#_readchar and
  * IO._bufread (helpers of mruby-io's Ruby, callable by scripts) with an
  * empty or shorter buffer, Addrinfo#unix_path with a @sockaddr that is no
- * String; Array#* of an empty Array by 2**62, a C loop that never ends (no
- * instruction runs, so mrubyTimeout cannot stop it). */
+ * String; Array#* of an empty Array by 2**62 and Float#<< by 2**62, C
+ * loops that never end (no instruction runs, so mrubyTimeout cannot stop
+ * them). */
 
 #include <mruby.h>
 #include <mruby/array.h>
@@ -24,6 +25,8 @@
 #include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
+
+#include <math.h>
 
 #include "guard.h"
 
@@ -188,6 +191,41 @@ static mrb_value array_times(mrb_state *mrb, mrb_value self)
     return original(mrb)(mrb, self);
 }
 
+/* Float#<< and #>> double the value once per bit of a left shift, in a C
+ * loop: 1.5 << 2**62 never ended. Past MM_FLOAT_SHIFT_MAX doublings any
+ * finite value but 0 is infinite, so the result is taken at that width:
+ * what mruby's loop ends with (0 as the Integer 0, as mruby answers). */
+#define MM_FLOAT_SHIFT_MAX 2100
+
+static mrb_value float_shifted(mrb_state *mrb, mrb_value self, mrb_int left)
+{
+    mrb_float v;
+
+    if (left <= MM_FLOAT_SHIFT_MAX) {
+        return original(mrb)(mrb, self);
+    }
+    v = ldexp(mrb_float(self), MM_FLOAT_SHIFT_MAX);
+    return v == 0 ? mrb_int_value(mrb, 0) : mrb_float_value(mrb, v);
+}
+
+static mrb_value float_lshift(mrb_state *mrb, mrb_value self)
+{
+    mrb_value width = mrb_get_arg1(mrb);
+
+    return mrb_integer_p(width) && mrb_float_p(self) ? float_shifted(mrb, self, mrb_integer(width))
+                                                     : original(mrb)(mrb, self);
+}
+
+static mrb_value float_rshift(mrb_state *mrb, mrb_value self)
+{
+    mrb_value width = mrb_get_arg1(mrb);
+
+    /* mruby's own takes MRB_INT_MIN as a right shift */
+    return mrb_integer_p(width) && mrb_integer(width) != MRB_INT_MIN && mrb_float_p(self)
+               ? float_shifted(mrb, self, -mrb_integer(width))
+               : original(mrb)(mrb, self);
+}
+
 /* IO#_readchar(buf): takes the first character off buf, which must hold
  * one. */
 static mrb_value io_readchar(mrb_state *mrb, mrb_value self)
@@ -238,6 +276,8 @@ void mm_guard_init(mrb_state *mrb)
     wrap(mrb, mrb->kernel_module, "dup", copy, NULL, 0);
     wrap(mrb, mrb->kernel_module, "clone", copy, NULL, 0);
     wrap(mrb, mrb->array_class, "*", array_times, NULL, 0);
+    wrap(mrb, mrb->float_class, "<<", float_lshift, NULL, 0);
+    wrap(mrb, mrb->float_class, ">>", float_rshift, NULL, 0);
     if (io) {
         wrap(mrb, io, "_readchar", io_readchar, NULL, 0);
         wrap(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(io))), "_bufread", io_bufread, NULL,

@@ -2,7 +2,7 @@
 it in a C loop no timeout reaches): objects made but never initialized
 (Proc.allocate, Method.allocate, a String without its buffer, a Proc copied
 with #initialize_copy redefined), helpers of mruby-io and mruby-socket
-that trust their arguments, Array#* of an empty Array. Found by calling the
+that trust their arguments, Array#* of an empty Array, Float#<< by 2**62. Found by calling the
 core classes' methods with odd receivers and arguments; closed in every VM
 by src/guard.c. Each runs in the one worker of the server, twice: the
 answer is an exception or a sane result, and the same process and VM go on
@@ -32,6 +32,8 @@ CASES = {
     "proc_no_initialize_copy": ("class GuardQ < Proc; def initialize_copy(o); end; end; "
                                 "q = GuardQ.new { 'ok' }; Apache.rputs q.dup.call + q.clone.call", 200, "okok"),
     "array_times": ("Apache.rputs(([] * 2**62).size.to_s + ([1] * 2).inspect)", 200, "0[1, 1]"),
+    "float_shift": ("Apache.rputs [1.5 << 2**62, 1.5 >> -(2**62), 0.0 << 2**62, -1.5 << 5000, 1.5 << 3].inspect",
+                    200, "[Infinity, Infinity, 0, -Infinity, 12]"),
     "io_readchar": ("IO.allocate._readchar('')", 500, "ArgumentError at .*: IO#_readchar needs a buffer"),
     "io_bufread": ("IO._bufread('', 5)", 500, "ArgumentError at .*: IO._bufread: length outside the buffer"),
     "addrinfo": ("a = Addrinfo.tcp('127.0.0.1', 80); a.instance_variable_set(:@sockaddr, 1); a.unix_path",
