@@ -10,6 +10,7 @@
 #include <mruby/array.h>
 #include <mruby/error.h>
 #include <mruby/string.h>
+#include <mruby/variable.h>
 
 #include <string.h>
 
@@ -39,19 +40,51 @@ static const char *escaped(apr_pool_t *p, mrb_state *mrb, mrb_value str)
         p, apr_pstrmemdup(p, RSTRING_PTR(str), len > MM_LOG_TEXT_MAX ? MM_LOG_TEXT_MAX : len));
 }
 
-/* The two readers below call into Ruby (#message, #to_s of what the
- * backtrace holds), hence each is protected; each on its own, so that an
- * exception whose #message raises is still logged with where it was
- * raised. */
+/* The message an exception was made with, as mruby's own Exception#to_s
+ * answers it: the String given to it, else the class's name. Read from the
+ * object, never through #message or #to_s: a script may have redefined
+ * them (on its class, on Exception, on the VM's one SystemStackError), and
+ * the log entry is written after the script's time is up, where nothing
+ * would stop a `loop {}` there and the thread hung for good. */
+static mrb_value message_of(mrb_state *mrb, mm_vm_t *vm, mrb_value exc)
+{
+    if (mrb_type(exc) != MRB_TT_EXCEPTION) {
+        return mrb_nil_value();
+    }
+    if (mrb_exc_ptr(exc)->flags & MRB_EXC_MESG_STRING_FLAG) {
+        return mrb_obj_value(mrb_exc_ptr(exc)->mesg);
+    }
+    return mrb_obj_iv_get(mrb, mrb_obj_ptr(exc), vm->sym_mesg);
+}
+
+/* Text that is not a String (an object a script put into a backtrace's
+ * Array after set_backtrace checked it) is named by its class: its #to_s
+ * is the script's code. */
+static const char *text_of(mm_exc_text_t *t, mrb_state *mrb, mrb_value v)
+{
+    if (mrb_string_p(v)) {
+        return escaped(t->p, mrb, v);
+    }
+    return apr_pstrcat(t->p, "#<", ap_escape_logitem(t->p, mrb_obj_classname(mrb, v)), ">", NULL);
+}
+
+/* The two readers below run no Ruby method, but they may allocate (the
+ * name of an anonymous class), which raises when the VM is out of memory:
+ * each is protected on its own, so that an exception whose message cannot
+ * be read is still logged with where it was raised. */
 static mrb_value describe_message(mrb_state *mrb, void *ud)
 {
     mm_exc_text_t *t = ud;
-    mrb_value msg = mrb_funcall(mrb, t->exc, "message", 0);
+    mrb_value msg;
 
-    t->message = escaped(t->p, mrb, mrb_obj_as_string(mrb, msg));
+    t->cls = ap_escape_logitem(t->p, mrb_obj_classname(mrb, t->exc));
+    msg = message_of(mrb, mm_vm_of(mrb), t->exc);
+    t->message = mrb_string_p(msg) ? escaped(t->p, mrb, msg) : t->cls;
     return mrb_nil_value();
 }
 
+/* mrb_exc_backtrace is mruby's C reader of the backtrace kept in the
+ * exception, not the #backtrace a script may have redefined. */
 static mrb_value describe_backtrace(mrb_state *mrb, void *ud)
 {
     mm_exc_text_t *t = ud;
@@ -64,12 +97,10 @@ static mrb_value describe_backtrace(mrb_state *mrb, void *ud)
 
         /* The lines are read from a copy: the backtrace is the script's
          * Array (set_backtrace keeps it as given, and the script may add
-         * any object to it later), and the #to_s of one of its objects may
-         * empty it while this loop reads it. */
+         * any object to it later). */
         bt = mrb_ary_new_from_values(mrb, n < MM_BACKTRACE_MAX ? n : MM_BACKTRACE_MAX, RARRAY_PTR(bt));
         for (i = 0; i < RARRAY_LEN(bt); i++) {
-            mrb_value line = mrb_obj_as_string(mrb, RARRAY_PTR(bt)[i]);
-            const char *text = escaped(t->p, mrb, line);
+            const char *text = text_of(t, mrb, RARRAY_PTR(bt)[i]);
 
             if (where == NULL) {
                 where = apr_pstrdup(t->p, text);
@@ -110,10 +141,12 @@ void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_r
         t.p = tmp;
     }
     t.exc = exc;
-    t.cls = mrb_obj_classname(mrb, exc);
     mrb_protect_error(mrb, describe_message, &t, &raised);
     mrb_protect_error(mrb, describe_backtrace, &t, &raised);
     mrb->exc = NULL;
+    if (t.cls == NULL) {
+        t.cls = "(an exception of a class whose name could not be read)";
+    }
     if (t.message == NULL) {
         t.message = "(its message could not be read)";
     }

@@ -58,6 +58,7 @@ struct mm_vm {
     apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
     int exhausted;             /* an allocation was refused: replace the VM */
     apr_size_t big_bytes;      /* big blocks allocated since the last full GC (vm.c) */
+    int io_made;               /* IO objects made since the last full GC (vm.c) */
     apr_uint64_t runs;         /* outermost runs so far */
     int retire;                /* replace this VM before its next request */
     apr_time_t deadline;       /* the running script's time is up then */

@@ -5,6 +5,7 @@ chosen MPM. Stopping it checks its error log for crashes."""
 import http.client
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -177,6 +178,7 @@ class Httpd:
         os.makedirs(self.sanitizer_dir)
         os.chmod(self.sanitizer_dir, 0o777)
         self.env = {}  # more environment for httpd (e.g. MALLOC_ARENA_MAX)
+        self.nofile = None  # RLIMIT_NOFILE of httpd and its children (ulimit -n), if set
         # Where scripts may write files (children run as www-data).
         os.makedirs(os.path.join(self.root, "out"))
         os.chmod(os.path.join(self.root, "out"), 0o777)
@@ -283,7 +285,7 @@ class Httpd:
         self.out = open(self.path("logs/stdout.log"), "w")
         self.proc = subprocess.Popen(self.command(),
                                      stdout=self.out, stderr=subprocess.STDOUT, env=self.httpd_env(),
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=self._limits)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -303,6 +305,11 @@ class Httpd:
             time.sleep(0.05)
         self.stop(check=False)
         raise RuntimeError("httpd did not start listening:\n" + self.error_log())
+
+    def _limits(self):
+        """In the child, before httpd starts: its descriptor limit."""
+        if self.nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def _stdout(self):
         try:

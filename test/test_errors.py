@@ -75,6 +75,18 @@ ErrorDocument 500 "custom error page"
     SetHandler mruby-native-script
     mrubyHandlerCode "class BadMessage < StandardError; def message; raise 'no'; end; end; def fail_here; raise BadMessage; end; fail_here"
 </Location>
+<Location /redefine>
+    SetHandler mruby-native-script
+    mrubyHandler {root}/scripts/redefine.rb
+</Location>
+<Location /overflow>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "def deeper(n); deeper(n + 1); end; deeper(0)"
+</Location>
+<Location /raise_object>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "class Boom < StandardError; end; raise Boom.new([1, 2])"
+</Location>
 <Location /newline>
     SetHandler mruby-native-script
     mrubyHandlerCode "raise %Q(line1\nline2)"
@@ -106,7 +118,20 @@ $lines.unshift(Emptier.new)
 raise e
 """
 
-FILES = {"scripts/raise.rb": RAISE_RB, "scripts/emptied.rb": EMPTIED_RB}
+# Every reader of an exception's text redefined to never return: the log
+# entry is written after the script's time is up (mrubyTimeout does not
+# cover it), and the module's own call of #message hung the thread.
+REDEFINE_RB = """[Exception, SystemStackError, StandardError].each do |c|
+  c.class_eval do
+    %i[message to_s inspect backtrace full_message].each do |m|
+      define_method(m) { |*a| loop {} }
+    end
+  end
+end
+Apache.rputs 'redefined'
+"""
+
+FILES = {"scripts/raise.rb": RAISE_RB, "scripts/emptied.rb": EMPTIED_RB, "scripts/redefine.rb": REDEFINE_RB}
 
 # One worker thread in all: consecutive requests meet the same VM.
 server = module_httpd("errors", BODY, files=FILES, mpm_conf=None)
@@ -154,19 +179,46 @@ def test_next_request_on_the_same_thread_is_fine(single):
 def test_backtrace_emptied_while_it_is_logged(single):
     # The log entry is written from what the backtrace held when it was
     # read: the child goes on with the same VM (it crashed reading past the
-    # end of the emptied Array).
+    # end of the emptied Array). The object that is no String is named by
+    # its class, its #to_s (the script's code) is not run.
     assert single.get("/ok").body == b"ok 1"
     assert single.get("/backtrace_emptied").status == 500
-    line = single.wait_log(r"MRB00030: .*RuntimeError at emptier: backtrace emptied")[-1]
+    line = single.wait_log(r"MRB00030: .*RuntimeError at #<Emptier>: backtrace emptied")[-1]
     assert "line 15 of a long backtrace" in line
     assert single.get("/ok").body == b"ok 2"
 
 
 def test_exception_whose_message_raises_is_logged_with_its_place(server):
+    # Its #message is not run: the entry has what Exception#to_s gives for
+    # an exception made without a message, the class's name.
     assert server.get("/message_raises").status == 500
     line = server.wait_log(r"MRB00030: .*raised BadMessage")[-1]
-    assert re.search(r"raised BadMessage at %s:\d+: \(its message could not be read\) "
+    assert re.search(r"raised BadMessage at %s:\d+: BadMessage "
                      r"\[backtrace: %s:\d+:in fail_here" % ((re.escape(server.conf_path),) * 2), line), line
+
+
+def test_message_that_is_no_string_is_the_class_name(server):
+    assert server.get("/raise_object").status == 500
+    server.wait_log(r"MRB00030: .*raised Boom at .*: Boom \[backtrace")
+
+
+@pytest.mark.parametrize("path,cls,message", [
+    ("/overflow", "SystemStackError", "stack level too deep"),
+    ("/raise", "ArgumentError", "secret detail 42"),
+    ("/nomethod", "NoMethodError", "undefined method 'no_such_method'"),
+])
+def test_readers_of_the_exception_redefined_to_loop(single, path, cls, message):
+    # The entry is read from the exception itself, not through the
+    # script's methods: the thread answers, logs and goes on serving.
+    assert single.get("/redefine").body == b"redefined"
+    r = single.get(path, timeout=10)
+    assert r.status == 500
+    line = single.wait_log(r"MRB00030: .*raised %s" % cls)[-1]
+    assert message in line, line
+    assert "[backtrace: none]" not in line
+    assert single.get("/ok", timeout=10).body == b"ok 1"
+    assert single.get(path, timeout=10).status == 500
+    single.wait_log(r"MRB00030: .*raised %s" % cls, count=2)
 
 
 def test_http_error_constant_replaced_by_a_script(single):
