@@ -401,6 +401,28 @@ class Httpd:
             resp.begin()
             return Response(resp.status, resp.headers, resp.read())
 
+    def exchange(self, data, timeout=10):
+        """Sends data (bytes, one or more requests as written) and returns
+        every byte the server sends until it closes the connection."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
+            sock.sendall(data)
+            received = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return received
+                received += chunk
+
+    def restart_every(self, seconds, stop):
+        """Graceful restarts (SIGUSR1), one every seconds, until the
+        monotonic clock is within seconds / 2 of stop; returns how many."""
+        n = 0
+        while time.monotonic() < stop - seconds / 2:
+            time.sleep(seconds)
+            self.signal(signal.SIGUSR1)
+            n += 1
+        return n
+
     def get(self, path, headers=None, timeout=30, source=None):
         return self.request("GET", path, headers=headers, timeout=timeout, source=source)
 

@@ -536,15 +536,7 @@ def hammer(srv, path, seconds, clients=32, during=None):
         seen = {}
         while time.monotonic() < stop:
             try:
-                with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
-                    s.sendall(request)
-                    data = b""
-                    while True:
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            break
-                        data += chunk
-                head, _, body = data.partition(b"\r\n\r\n")
+                head, _, body = srv.exchange(request).partition(b"\r\n\r\n")
                 key = (head.split(b"\r\n")[0], body)
             except OSError as e:
                 key = ("error", type(e).__name__)
@@ -579,16 +571,7 @@ SIXTY_FOUR_THREADS = dict(StartServers=1, ServerLimit=1, ThreadsPerChild=64, Min
 
 def test_short_sleeps_under_graceful_restarts(make_httpd):
     srv = make_httpd("sleep0restart", "event", SHORT_SLEEPS, mpm_conf=SIXTY_FOUR_THREADS).start()
-
-    def restarts(stop):
-        n = 0
-        while time.monotonic() < stop - 1:
-            time.sleep(1)
-            srv.signal(signal.SIGUSR1)
-            n += 1
-        return n
-
-    counts = hammer(srv, "/sleep_0_to_2", 6, during=restarts)
+    counts = hammer(srv, "/sleep_0_to_2", 6, during=lambda stop: srv.restart_every(1, stop))
     assert list(counts) == [(b"HTTP/1.1 200 OK", b"ok")], counts
     assert srv.error_log().count("AH00493: SIGUSR1 received.  Doing graceful restart") >= 4
     assert "exit signal" not in srv.error_log()

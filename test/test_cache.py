@@ -6,7 +6,6 @@ threads; two httpd instances sharing one server; a server that is down."""
 import concurrent.futures
 import os
 import re
-import signal
 import time
 
 import pytest
@@ -614,17 +613,9 @@ def test_locks_hold_in_old_children_during_graceful_restarts(make_httpd, mpm, me
                 done += 3
         return i % 2, done
 
-    def restarts():
-        n = 0
-        while time.monotonic() < stop - 0.5:
-            time.sleep(1)
-            srv.signal(signal.SIGUSR1)
-            n += 1
-        return n
-
     with concurrent.futures.ThreadPoolExecutor(41) as pool:
         counting = [pool.submit(client, i) for i in range(40)]
-        n = pool.submit(restarts).result()
+        n = pool.submit(srv.restart_every, 1, stop).result()
         done = [f.result() for f in counting]
     assert failures == []
     assert n >= 3
