@@ -11,7 +11,7 @@ virtual host, <Location>, nested <Location>, <If>."""
 
 import pytest
 
-from httpd import MPMS, Httpd
+from httpd import MPMS, Httpd, backend_httpd, serving
 
 BACKEND = r"""
 <Location /app>
@@ -150,28 +150,17 @@ MODULES = ("proxy", "proxy_http", "auth_basic", "authn_core", "authn_file", "aut
 LEGACY = {"Host": "legacy.test"}
 
 
-@pytest.fixture(scope="module")
-def backend():
-    srv = Httpd("return-backend", "event", BACKEND)
-    srv.start()
-    yield srv
-    srv.stop()
-    srv.cleanup()
+backend = backend_httpd("return-backend", BACKEND)
 
 
-def start(name, mpm, body, backend):
-    files = {rel: text.replace("{backend}", str(backend.port)) for rel, text in FILES.items()}
-    srv = Httpd(name, mpm, body, files=files, modules=MODULES)
-    srv.start()
-    return srv
+def files_for(backend):
+    """The files, the proxy script sending to the backend."""
+    return {rel: text.replace("{backend}", str(backend.port)) for rel, text in FILES.items()}
 
 
 @pytest.fixture(scope="module", params=MPMS)
 def server(request, backend):
-    srv = start("default-return", request.param, BODY, backend)
-    yield srv
-    srv.stop()
-    srv.cleanup()
+    yield from serving(Httpd("default-return", request.param, BODY, files=files_for(backend), modules=MODULES))
 
 
 # --------------------------------------------- the original's proxy script
@@ -211,8 +200,7 @@ def test_location_in_virtual_host_overrides(server):
     assert server.get("/strict/a", headers=LEGACY).status == 403
 
 
-@pytest.mark.parametrize("mpm", MPMS)
-def test_virtual_host_inherits_the_main_servers(backend, mpm):
+def test_virtual_host_inherits_the_main_servers(backend, make_httpd, mpm):
     """Set in the main server, the directive holds in a virtual host that
     does not set it, and one that sets DECLINED has the default back."""
     body = ("mrubyDefaultReturn OK\n"
@@ -220,13 +208,9 @@ def test_virtual_host_inherits_the_main_servers(backend, mpm):
             "<VirtualHost 127.0.0.1:{port}>\n    ServerName inherits.test\n</VirtualHost>\n"  # the default
             "<VirtualHost 127.0.0.1:{port}>\n    ServerName strict.test\n"
             "    mrubyDefaultReturn DECLINED\n</VirtualHost>\n")
-    srv = start("default-return-main", mpm, body, backend)
-    try:
-        assert srv.ok("/proxy/i", headers={"Host": "inherits.test"}).body == b"backend /app/proxy/i"
-        assert srv.get("/proxy/s", headers={"Host": "strict.test"}).status == 403
-    finally:
-        srv.stop()
-        srv.cleanup()
+    srv = make_httpd("default-return-main", mpm, body, files=files_for(backend), modules=MODULES).start()
+    assert srv.ok("/proxy/i", headers={"Host": "inherits.test"}).body == b"backend /app/proxy/i"
+    assert srv.get("/proxy/s", headers={"Host": "strict.test"}).status == 403
 
 
 # ------------------------------------------------------------- the phases
