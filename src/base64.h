@@ -1,6 +1,6 @@
 /* base64.h: Base64 (RFC 4648) as CRuby's Base64 module and pack("m")
- * write and read it. Needs neither httpd nor mruby, so that a fuzzing
- * harness can call it alone. */
+ * write and read it. Needs neither httpd nor mruby, so that its fuzzing
+ * harness (fuzz/fuzz_base64.c) calls it alone. */
 #ifndef MM_BASE64_H
 #define MM_BASE64_H
 

@@ -42,6 +42,7 @@ static const mm_dir_conf_t empty_conf = {
     .timeout = MM_UNSET,
     .body_limit = MM_UNSET,
     .fields_limit = MM_UNSET,
+    .default_ok = MM_UNSET,
 };
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir)
@@ -93,6 +94,7 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     conf->timeout = add->timeout != MM_UNSET ? add->timeout : base->timeout;
     conf->body_limit = add->body_limit != MM_UNSET ? add->body_limit : base->body_limit;
     conf->fields_limit = add->fields_limit != MM_UNSET ? add->fields_limit : base->fields_limit;
+    conf->default_ok = add->default_ok != MM_UNSET ? add->default_ok : base->default_ok;
     return conf;
 }
 
@@ -104,6 +106,11 @@ apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc)
 int mm_config_fields_limit(const mm_dir_conf_t *dc)
 {
     return dc->fields_limit != MM_UNSET ? dc->fields_limit : MM_DEFAULT_FIELDS_LIMIT;
+}
+
+int mm_config_default_return(const mm_dir_conf_t *dc)
+{
+    return dc->default_ok == 1 ? OK : DECLINED;
 }
 
 void *mm_config_create_server(apr_pool_t *p, server_rec *s)
@@ -406,6 +413,30 @@ static const char *cmd_fields_limit(cmd_parms *cmd, void *dconf, const char *arg
     return err;
 }
 
+/* mrubyDefaultReturn OK|DECLINED: what a request phase's script that ends
+ * without Apache.return answers. OK is the original mod_mruby's (and
+ * mod_lua's) rule; DECLINED, the default, leaves httpd's own work in place
+ * and grants nothing in the access phases. Refused in .htaccess with the
+ * other settings: OK there would turn an administrator's access script
+ * that forgets its answer into one that grants. */
+static const char *cmd_default_return(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    mm_dir_conf_t *dc = dconf;
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
+
+    if (err) {
+        return err;
+    }
+    if (strcasecmp(arg, "OK") == 0) {
+        dc->default_ok = 1;
+    } else if (strcasecmp(arg, "DECLINED") == 0) {
+        dc->default_ok = 0;
+    } else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is neither OK nor DECLINED", cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 /* Where httpd lets each kind of directive appear; check_context narrows. */
 #define MM_CONTEXT_DIR    (RSRC_CONF | ACCESS_CONF)
 #define MM_CONTEXT_URI    (RSRC_CONF | ACCESS_CONF)
@@ -449,6 +480,8 @@ const command_rec mm_directives[] = {
                   "the most bytes of a request body Ruby may read (0: no limit of our own)"),
     AP_INIT_TAKE1("mrubyFormFieldsLimit", cmd_fields_limit, NULL, MM_DIR_CONTEXT,
                   "the most fields Request#query_params and #form_params return"),
+    AP_INIT_TAKE1("mrubyDefaultReturn", cmd_default_return, NULL, MM_DIR_CONTEXT,
+                  "OK or DECLINED: the result of a phase script that ends without Apache.return"),
     {NULL},
 };
 /* clang-format on */

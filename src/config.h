@@ -24,6 +24,8 @@ typedef struct {
     apr_interval_time_t timeout; /* mrubyTimeout; MM_UNSET: inherit; 0: none */
     apr_off_t body_limit;        /* mrubyRequestBodyLimit; MM_UNSET until set or merged */
     int fields_limit;            /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
+    int default_ok;              /* mrubyDefaultReturn: 1 OK, 0 DECLINED (DECLINED is MM_UNSET's
+                                    -1); MM_UNSET until set or merged */
     /* The section's filter and authn scripts (slots.h); NULL: inherited. */
     const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;
@@ -36,6 +38,9 @@ typedef struct {
 /* The limits in effect for a request (the defaults where unset). */
 apr_off_t mm_config_body_limit(const mm_dir_conf_t *dc);
 int mm_config_fields_limit(const mm_dir_conf_t *dc);
+/* The result of a script of a request phase whose own default is DECLINED
+ * when it ends without Apache.return (mrubyDefaultReturn; DECLINED). */
+int mm_config_default_return(const mm_dir_conf_t *dc);
 
 /* Settings of the VMs, from the main server's configuration (one set per
  * process: VMs serve all virtual hosts). Written only while configuration

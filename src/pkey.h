@@ -1,7 +1,7 @@
 /* pkey.h: public keys for signature verification (pkey.c): read from PEM
  * or DER, made from a JWK's fields, and checked against JWS signatures
  * (RFC 7515, 7518, 8037). Needs libcrypto alone, not httpd nor mruby, so
- * that a fuzzing harness can call it as it is. */
+ * that its fuzzing harness (fuzz/fuzz_pkey.c) calls it as it is. */
 #ifndef MM_PKEY_H
 #define MM_PKEY_H
 

@@ -215,6 +215,19 @@ static void log_bad_return(mm_run_t *run)
     }
 }
 
+/* The result of a script that ended without Apache.return: its phase's,
+ * or where that is DECLINED (the request phases but the content handler),
+ * mrubyDefaultReturn's. */
+static int result_without_return(const mm_run_t *run)
+{
+    const mm_phase_t *ph = run->kind;
+
+    if (run->r == NULL || ph->default_result != DECLINED) {
+        return ph->default_result;
+    }
+    return mm_config_default_return(ap_get_module_config(run->r->per_dir_config, &mruby_module));
+}
+
 /* Maps what the script asked for with Apache.return to the phase result. */
 static int result_of_return(mm_run_t *run)
 {
@@ -227,7 +240,7 @@ static int result_of_return(mm_run_t *run)
         return st == MM_STATUS_UNSET ? ph->default_result : st;
     }
     if (st == MM_STATUS_UNSET) {
-        result = ph->default_result;
+        result = result_without_return(run);
     } else if (st == HTTP_OK || st == OK) {
         result = OK;
     } else if (st == DECLINED || st == DONE) {

@@ -474,6 +474,15 @@ def assert_blocks_keep_their_runs(srv, path, runs=30):
         assert set(got) <= set(words[:i + 1])
 
 
+def serving(srv):
+    """The body of a fixture: starts srv, yields it, then stops it (its
+    error log checked for crashes) and removes its files."""
+    srv.start()
+    yield srv
+    srv.stop()
+    srv.cleanup()
+
+
 def module_httpd(name, body, files=None, **kw):
     """A module-scoped fixture: one server per MPM, shared by all the tests
     of a module; its error log is checked for crashes when it stops."""
@@ -483,9 +492,17 @@ def module_httpd(name, body, files=None, **kw):
         srv = Httpd(name, request.param, body, **kw)
         for rel, content in (files or {}).items():
             srv.write(rel, content)
-        srv.start()
-        yield srv
-        srv.stop()
-        srv.cleanup()
+        yield from serving(srv)
+
+    return fixture
+
+
+def backend_httpd(name, body, **kw):
+    """A module-scoped fixture: one server under the event MPM, a backend
+    the tests' servers reach through mod_proxy."""
+
+    @pytest.fixture(scope="module")
+    def fixture():
+        yield from serving(Httpd(name, "event", body, **kw))
 
     return fixture

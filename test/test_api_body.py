@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from httpd import MPMS, Httpd
+from httpd import MPMS, Httpd, backend_httpd, serving
 
 BACKEND_BODY = r"""
 <Location /echo>
@@ -121,23 +121,13 @@ FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend():
-    srv = Httpd("backend", "event", BACKEND_BODY)
-    srv.start()
-    yield srv
-    srv.stop()
-    srv.cleanup()
+backend = backend_httpd("backend", BACKEND_BODY)
 
 
 @pytest.fixture(scope="module", params=MPMS)
 def server(request, backend):
-    srv = Httpd("body", request.param, BODY.replace("{backend}", str(backend.port)), files=FILES,
-                modules=("proxy", "proxy_http"))
-    srv.start()
-    yield srv
-    srv.stop()
-    srv.cleanup()
+    yield from serving(Httpd("body", request.param, BODY.replace("{backend}", str(backend.port)), files=FILES,
+                             modules=("proxy", "proxy_http")))
 
 
 BINARY = bytes(range(256)) * 4 + b"\x00\r\n\x00"

@@ -265,6 +265,24 @@ def test_request_body_limit(make_httpd, mpm):
     assert r.status == 413
 
 
+def test_default_return(make_httpd, mpm):
+    """The virtual host runs the original mod_mruby's proxying script,
+    which ends without Apache.return (the test's proxy.rb, to a backend of
+    the test's); the main server, without the directive, refuses it."""
+    backend = make_httpd("doc-return-backend", mpm, answering("/app", "Apache.rputs 'backend'")).start()
+    conf = adapt(directives_example("mrubyDefaultReturn", count=1), ETC,
+                 ("<VirtualHost *:80>", "<VirtualHost *:{port}>"))
+    conf = ('<VirtualHost *:{port}>\n    ServerName main.example.com\n'
+            '    mrubyTranslateName {root}/mruby/proxy.rb\n</VirtualHost>\n') + conf
+    proxy = ('r = Apache::Request.new\nr.handler = "proxy-server"\n'
+             'r.proxyreq = Apache::PROXYREQ_REVERSE\n'
+             'r.filename = "proxy:http://127.0.0.1:%d/app" + r.uri\n' % backend.port)
+    srv = make_httpd("doc-return", mpm, conf, files={"mruby/proxy.rb": proxy},
+                     modules=("proxy", "proxy_http")).start()
+    assert srv.ok("/x", headers={"Host": "legacy.example.com"}).body == b"backend"
+    assert srv.get("/x", headers={"Host": "main.example.com"}).status == 403
+
+
 def test_server_token(make_httpd, mpm):
     conf = directives_example("mrubyServerToken", count=1)
     srv = make_httpd("doc-token", mpm, conf, files={"htdocs/a.txt": "a"}).start()
@@ -573,6 +591,7 @@ EXAMPLES = {
         ("mrubyHandlerCode", "apache"),
         ("mrubyTimeout", "apache"),
         ("mrubyRequestBodyLimit", "apache"),
+        ("mrubyDefaultReturn", "apache"),
         ("mrubyServerToken", "apache"),
         ("mrubyCache", "apache"),  # test_cache
         ("Locking: the `mruby-cache` mutex", "apache"),  # cache_conf
@@ -947,6 +966,7 @@ VALUES = {
     "mrubyCache": "shmcb", "mrubyHandlerEnable": "On", "mrubyTimeout": "off",
     "mrubyMemoryLimit": "off", "mrubyMaxRequestsPerVM": "0", "mrubyServerToken": "Off",
     "mrubyRequestBodyLimit": "1M", "mrubyFormFieldsLimit": "10", "mrubyCompileLimit": "1M 2000",
+    "mrubyDefaultReturn": "OK",
 }
 NAMED = ("mrubyOutputFilterNamed", "mrubyInputFilterNamed", "mrubyAuthzProvider")
 

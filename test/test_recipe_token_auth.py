@@ -83,6 +83,9 @@ def test_wrong_token(srv):
     srv.wait_log(r"\[mruby:warn\].*MRB00400: .*token_auth\.rb:\d+: invalid bearer token for /reports/daily\.csv")
     # The log never shows the token itself.
     assert DASHBOARD[:-1] not in srv.error_log()
+    # A known token's first part, or a known token and more, are no token.
+    for given in (DASHBOARD[:32], DASHBOARD[:-1], DASHBOARD + "0", DASHBOARD + DASHBOARD):
+        assert srv.get("/reports/daily.csv", headers=bearer(given)).status == 401, given
 
 
 def test_right_token(srv):

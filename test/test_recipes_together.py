@@ -39,6 +39,8 @@ def test_each_recipe_does_its_job(srv):
     assert srv.get("/reports/x").status == 401
     assert srv.get("/reports/x", headers={"Authorization": "Bearer " + TOKEN}).status == 404
     assert srv.get("/intranet/", source=OUTSIDER).status == 403
+    r = srv.get("/account/")
+    assert r.status == 302 and r.headers["Location"].endswith("/login")
     assert json.loads(srv.get("/app/x").body)["backend"] in ("app-1", "app-2")
     assert json.loads(srv.get("/search/x").body)["backend"] == "search"
     assert json.loads(srv.get("/shop/").body)["backend"].startswith("shop-")

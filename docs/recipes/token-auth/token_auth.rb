@@ -86,20 +86,13 @@ if scheme.to_s.downcase != "bearer" || token.to_s.strip.empty?
   refuse(r)
   return
 end
-# Every known token is compared with the one given, each over all of its
-# bytes: the time taken does not depend on how close a wrong token came to
-# a right one (a Hash lookup compares strings byte by byte, and stops at
-# the first difference).
-def same_secret?(a, b)
-  return false unless a.bytesize == b.bytesize
-  diff = 0
-  a.bytesize.times { |i| diff |= a.getbyte(i) ^ b.getbyte(i) }
-  diff == 0
-end
-
+# Every known token is compared with the one given by
+# OpenSSL.secure_compare, whose time does not depend on how close a wrong
+# token came to a right one (a Hash lookup compares strings byte by byte,
+# and stops at the first difference).
 given = token.strip
 name = nil
-tokens(r).each { |known, client| name = client if same_secret?(known, given) }
+tokens(r).each { |known, client| name = client if OpenSSL.secure_compare(known, given) }
 unless name
   r.log(Apache::APLOG_WARNING, "invalid bearer token for #{r.uri}")
   refuse(r, "invalid_token")
