@@ -41,7 +41,7 @@ typedef struct {
         cls, #field, offsetof(request_rec, field), is_header, value                                          \
     }
 #define HEADER_TABLE(cls, field, is_header) TABLE_KIND(cls, field, is_header, "Apache::" cls ": header value")
-#define OTHER_TABLE(cls, field)  TABLE_KIND(cls, field, 0, "a table value")
+#define OTHER_TABLE(cls, field)             TABLE_KIND(cls, field, 0, "a table value")
 
 static const mm_table_kind_t kinds[MM_TABLE_COUNT] = {
     [MM_TABLE_HEADERS_IN] = HEADER_TABLE("Headers_in", headers_in, 1),

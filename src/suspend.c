@@ -75,8 +75,8 @@ struct mm_sleeper {
 /* How often the alarm thread looks again at a first sleep whose worker
  * thread has not shown that it left, and for how long at most (a slot whose
  * state did not change because the thread had nothing else to do). */
-#define MM_LEFT_RECHECK apr_time_from_msec(1)
-#define MM_LEFT_LIMIT apr_time_from_sec(1)
+#define MM_LEFT_RECHECK  apr_time_from_msec(1)
+#define MM_LEFT_LIMIT    apr_time_from_sec(1)
 #define MM_LEFT_GRACEFUL apr_time_from_msec(100)
 
 /* The child's alarm thread and the sleepers it waits for, by due time.
