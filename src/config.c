@@ -363,7 +363,7 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING);
 
     if (err == NULL && strcasecmp(arg, "off") != 0) {
-        /* In microseconds it is added to the time now (run.c's deadline,
+        /* In microseconds it is added to the time now (timeout.c's deadline,
          * which saturates by itself): half the range, some 146,000 years,
          * keeps that sum well within an apr_time_t all the same. */
         err = parse_count(cmd, arg, 0, APR_INT64_MAX / 2000, &ms);
@@ -378,6 +378,9 @@ static const char *cmd_timeout(cmd_parms *cmd, void *dconf, const char *arg)
     }
 #endif
     dc->timeout = (apr_interval_time_t)ms * 1000;
+    if (ms > 0) {
+        mm_settings.timeouts = 1;
+    }
     return NULL;
 }
 

@@ -51,6 +51,7 @@ typedef struct {
     int server_token;          /* mrubyServerToken: name us in the Server header */
     apr_size_t compile_bytes;  /* mrubyCompileLimit: most bytes of Ruby compiled at once */
     apr_uint64_t compile_ms;   /* mrubyCompileLimit: most CPU time parsing them, ms; 0: none */
+    int timeouts;              /* some section sets mrubyTimeout: children start a watchdog */
 } mm_settings_t;
 
 #define MM_DEFAULT_COMPILE_BYTES (1024 * 1024)

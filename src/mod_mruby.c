@@ -17,6 +17,7 @@
 #include "phase.h"
 #include "slots.h"
 #include "suspend.h"
+#include "timeout.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -57,6 +58,7 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
 static void mm_child_init(apr_pool_t *pchild, server_rec *s)
 {
     mm_vm_child_init(pchild, s);
+    mm_timeout_child_init(pchild, s);
     mm_suspend_child_init(pchild, s);
     mm_cache_child_init(pchild, s);
 }

@@ -16,7 +16,6 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
-#include <mruby/throw.h>
 
 #include <mruby/class.h>
 #include <mruby/gc.h>
@@ -28,6 +27,7 @@
 #include "error.h"
 
 #include "suspend.h"
+#include "timeout.h"
 #include "mod_mruby.h"
 #include "run.h"
 
@@ -314,7 +314,7 @@ static void resume_from_root(mrb_state *mrb, mrb_value fiber)
 }
 
 /* Each body first notes its catch point, the one mrb_protect_error set up:
- * where a hard stop (timeout_hook) jumps to. */
+ * where a hard stop (timeout.c) jumps to. */
 static mrb_value run_direct(mrb_state *mrb, void *proc)
 {
     mm_vm_of(mrb)->run->escape = mrb->jmp;
@@ -449,96 +449,6 @@ static mrb_value run_resume(mrb_state *mrb, void *ud)
     return run->fiber;
 }
 
-/* mrubyTimeout: mruby calls the hook before every instruction; it looks at
- * the clock every 1024 instructions. Once the time is up it raises
- * Apache::Timeout (not a StandardError: a plain rescue does not catch it),
- * again every 1024 instructions while the script goes on, so loops and
- * ensure clauses end and the VM goes on serving. (Raising before every
- * instruction would not do: mruby would raise again at the first
- * instruction of each rescue clause, forever.) A script still running when
- * the grace time is over as well rescues Exception itself: it is stopped by
- * jumping straight to its run's own catch point, which unwinds mruby's
- * stack without running rescue clauses, and the VM is replaced. Only a
- * libmruby built with MRB_USE_DEBUG_HOOK has the hook; elsewhere the
- * directive is refused (config.c). */
-#ifdef MRB_USE_DEBUG_HOOK
-static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs)
-{
-    mm_vm_t *vm = mm_vm_of(mrb);
-    struct RClass *timeout = vm->timeout_class;
-    apr_time_t now;
-
-    if ((++vm->ticks & 1023) != 0 || (now = apr_time_now()) < vm->deadline) {
-        return;
-    }
-    vm->timed_out = 1;
-    /* now >= deadline here: the difference cannot overflow, where
-     * deadline + grace could */
-    if (now - vm->deadline >= vm->grace && vm->run && vm->run->escape) {
-        mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
-        vm->stopped = 1;
-        vm->retire = 1;
-        MRB_THROW((struct mrb_jmpbuf *)vm->run->escape);
-    }
-    mrb_raise(mrb, timeout, "the script ran longer than mrubyTimeout allows");
-}
-#endif
-
-/* The timer of an outer run, kept while a nested run has its own. */
-typedef struct {
-    void *hook;
-    apr_time_t deadline;
-    int timed_out;
-} mm_timer_t;
-
-#ifdef MRB_USE_DEBUG_HOOK
-/* The time now plus timeout (> 0), or the largest apr_time_t where the sum
- * would not fit 64 bits: a deadline never wraps into the past, whatever
- * maximum config.c gives mrubyTimeout. */
-static apr_time_t deadline_after(apr_interval_time_t timeout)
-{
-    apr_time_t now = apr_time_now();
-
-    return timeout > APR_INT64_MAX - now ? APR_INT64_MAX : now + timeout;
-}
-#endif
-
-static void arm_timeout(mm_run_t *run, mm_timer_t *saved)
-{
-#ifdef MRB_USE_DEBUG_HOOK
-    mm_vm_t *vm = run->vm;
-
-    saved->hook = (void *)vm->mrb->code_fetch_hook;
-    saved->deadline = vm->deadline;
-    saved->timed_out = vm->timed_out;
-    if (run->timeout > 0) {
-        vm->deadline = deadline_after(run->timeout);
-        vm->grace = run->timeout > apr_time_from_msec(100) ? run->timeout : apr_time_from_msec(100);
-        vm->timed_out = 0;
-        vm->ticks = 0;
-        vm->mrb->code_fetch_hook = timeout_hook;
-    }
-#endif
-}
-
-/* Returns whether run's own time ran out. */
-static int disarm_timeout(mm_run_t *run, const mm_timer_t *saved)
-{
-    int timed_out = 0;
-#ifdef MRB_USE_DEBUG_HOOK
-    mm_vm_t *vm = run->vm;
-
-    if (run->timeout > 0) {
-        timed_out = vm->timed_out;
-        vm->mrb->code_fetch_hook =
-            (void (*)(mrb_state *, const struct mrb_irep *, const mrb_code *, mrb_value *))saved->hook;
-        vm->deadline = saved->deadline;
-        vm->timed_out = saved->timed_out;
-    }
-#endif
-    return timed_out;
-}
-
 /* An Apache::HTTPError out of a script whose request body httpd refused
  * (an input filter's refusal, a chunked body over LimitRequestBody) tells
  * of what was logged where it happened, and answered already: no fault of
@@ -588,9 +498,9 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         int timed_out;
 
         run->sleep = -1;
-        arm_timeout(run, &outer_timer);
+        mm_timeout_arm(run, &outer_timer);
         exc = mrb_protect_error(mrb, body, arg, &raised);
-        timed_out = disarm_timeout(run, &outer_timer);
+        timed_out = mm_timeout_disarm(run, &outer_timer);
         if (!mrb_nil_p(run->fiber)) {
             clear_root_frame(mrb);
         }

@@ -67,6 +67,20 @@ static void registry_remove(mm_vm_t *vm)
     vm->next = vm->prev = NULL;
 }
 
+void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx)
+{
+    mm_vm_t *vm;
+
+    if (registry_lock == NULL) {
+        return;
+    }
+    apr_thread_mutex_lock(registry_lock);
+    for (vm = registry; vm; vm = vm->next) {
+        fn(vm, ctx);
+    }
+    apr_thread_mutex_unlock(registry_lock);
+}
+
 /* mruby starts every VM's random generator from the same fixed seed: every
  * thread (and every VM that replaces one) would draw the same numbers. */
 static void seed_random(mrb_state *mrb)

@@ -54,22 +54,27 @@ struct mm_vm {
      * thread, read by others: suspend.c). */
     volatile apr_uint32_t began;
     /* Limits (mrubyMemoryLimit, mrubyMaxRequestsPerVM, mrubyTimeout). */
-    apr_size_t mem_limit;      /* 0: no limit, only big blocks counted */
-    apr_size_t mem_used;       /* bytes malloc'd for mrb (counted when limited) */
-    int exhausted;             /* an allocation was refused: replace the VM */
-    apr_size_t big_bytes;      /* big blocks allocated since the last full GC (vm.c) */
-    int io_made;               /* IO objects made since the last full GC (vm.c) */
-    apr_uint64_t runs;         /* outermost runs so far */
-    int retire;                /* replace this VM before its next request */
-    apr_time_t deadline;       /* the running script's time is up then */
+    apr_size_t mem_limit; /* 0: no limit, only big blocks counted */
+    apr_size_t mem_used;  /* bytes malloc'd for mrb (counted when limited) */
+    int exhausted;        /* an allocation was refused: replace the VM */
+    apr_size_t big_bytes; /* big blocks allocated since the last full GC (vm.c) */
+    int io_made;          /* IO objects made since the last full GC (vm.c) */
+    apr_uint64_t runs;    /* outermost runs so far */
+    int retire;           /* replace this VM before its next request */
+    /* mrubyTimeout (timeout.c). deadline and passed are read and written
+     * with atomic operations (and latest): the child's watchdog thread
+     * reads deadline and latest, and writes passed. */
+    apr_time_t deadline;       /* the running script's time is up then (monotonic clock); 0: none */
+    apr_time_t passed;         /* a time the watchdog saw pass, before it installed the hook */
+    apr_time_t latest;         /* the last deadline a run was given (not cleared) */
     apr_interval_time_t grace; /* after the deadline, before a hard stop */
     int stopped;               /* a script was stopped hard: mruby's state was cut short */
 
     int last_match;               /* $~ was set since the last run ended (mm_regexp_forget) */
     struct mm_re_match *re_match; /* Regexp's match data (rb_regexp.c), NULL before a match */
 
-    int timed_out;        /* past the deadline: every instruction raises */
-    unsigned int ticks;   /* instructions, between clock checks */
+    int timed_out;        /* past the deadline: the hook raises every 1024 instructions */
+    unsigned int ticks;   /* instructions the hook saw, between two raises */
     mm_vm_t *next, *prev; /* the child's list of live VMs */
 };
 
@@ -95,6 +100,10 @@ void mm_vm_collect_big_garbage(mm_vm_t *vm);
  * request body, a filter's data): the Strings of earlier reads are garbage
  * by now, so the big garbage is collected first. */
 mrb_value mm_vm_data_string(mrb_state *mrb, mrb_int len);
+
+/* Calls fn for each live VM of the child, under the registry's lock (so
+ * none is closed meanwhile): fn must not create or close a VM. */
+void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx);
 
 /* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);

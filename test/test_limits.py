@@ -6,8 +6,10 @@ mrubyTimeout needs a libmruby with MRB_USE_DEBUG_HOOK: with Debian's, the
 directive is refused (tested here); the timeout tests run against the
 module built from mruby's source (script/test does both)."""
 
+import http.client
 import os
 import re
+import threading
 import time
 
 import pytest
@@ -445,6 +447,82 @@ def test_time_asleep_does_not_count(make_httpd):
     srv = make_httpd("timeout-sleep", "event", TIMEOUT_BODY).start()
     r = srv.get("/sleepy")
     assert (r.status, r.body) == (200, b"ab")
+
+
+# The watchdog installs the hook in a VM when a run's deadline passes; a
+# run that ends at that moment leaves it to the next run of the VM, which
+# must not be stopped for it (with a timeout of its own or without one).
+MANY_TIMEOUTS_BODY = r"""
+<Location /spin>
+    mrubyTimeout 30
+    SetHandler mruby-native-script
+    mrubyHandlerCode "loop { }"
+</Location>
+<Location /quick>
+    mrubyTimeout 10000
+    SetHandler mruby-native-script
+    mrubyHandlerCode "s = 0; 300.times { |i| s += i }; Apache.rputs s.to_s"
+</Location>
+<Location /free>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "s = 0; 300.times { |i| s += i }; Apache.rputs s.to_s"
+</Location>
+"""
+
+
+@needs_hook
+def test_many_runs_with_timeouts_under_concurrency(make_httpd, mpm):
+    srv = make_httpd("timeout-many", mpm, MANY_TIMEOUTS_BODY).start()
+    failures = []
+
+    def client(n):
+        for i in range(30):
+            for path, want in (("/spin", 503), ("/quick", 200), ("/free", 200), ("/quick", 200)):
+                r = srv.get(path)
+                if r.status != want or (want == 200 and r.body != b"44850"):
+                    failures.append((path, r.status, r.body[:100]))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == [], srv.error_log()[-2000:]
+    assert not srv.log_lines(r"MRB00063")  # no script was stopped hard
+
+
+# A run nested in another (a stream filter under the handler's
+# Apache.rputs) has its own deadline; the outer one, passed while the inner
+# run went on, comes back when it ends, and stops the handler there.
+NESTED_TIMEOUT_BODY = r"""
+<Location /nested>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    SetOutputFilter mruby
+    mrubyOutputFilterCode "t = Time.now; while Time.now - t < 0.25; end" stream
+    mrubyHandlerCode "t = Time.now; while Time.now - t < 0.2; end; Apache.rputs 'x' * 9000; loop { }"
+</Location>
+<Location /quick>
+    mrubyTimeout 300
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'quick'"
+</Location>
+"""
+
+
+@needs_hook
+def test_timeout_of_a_run_that_a_nested_run_outlived(make_httpd, mpm):
+    srv = make_httpd("timeout-nested", mpm, NESTED_TIMEOUT_BODY, mpm_conf=SINGLE_WORKER[mpm]).start()
+    start = time.monotonic()
+    try:
+        srv.get("/nested", timeout=15)
+    except http.client.IncompleteRead:
+        pass  # stopped after its first 9000 bytes went out: the body is cut short
+    assert time.monotonic() - start < 5
+    srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")
+    assert not srv.log_lines(r"MRB00030: OutputFilter")  # the filter ran within its time
+    r = srv.get("/quick")
+    assert (r.status, r.body) == (200, b"quick")
 
 
 @pytest.mark.skipif(HOOKED, reason="this libmruby has the hook")
