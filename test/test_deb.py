@@ -51,6 +51,7 @@ def test_depends_on_the_api_of_the_installed_httpd():
     api = re.search(r"apache2-api-\d+", depends).group(0)
     assert api in [p.strip() for p in provided.split(",")]
     assert "libmruby" not in depends and "libc6" in depends
+    assert "liblmdb0" in depends  # mrubyCache's dictionary, linked by dpkg-shlibdeps
 
 
 def test_a2enmod_enabled_it():
