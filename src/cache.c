@@ -1,6 +1,13 @@
-/* cache.c: the caches of mrubyCache, on httpd's socache providers.
+/* cache.c: the caches of mrubyCache: the shared dictionary (shdict.c,
+ * the default) or one of httpd's socache providers.
  *
- * Life of a cache: the directive looks the provider up and creates its
+ * The dictionary is a file: post_config, in the parent, creates it (empty
+ * at a start, unless the administrator named it) and gives it to the
+ * children's user; child_init opens it in each child. A graceful restart
+ * finds the same file again, so entries live on; a stop removes a file
+ * nobody named.
+ *
+ * Life of a socache cache: the directive looks the provider up and creates its
  * instance in pconf (so a missing provider module fails `apachectl -t`);
  * post_config, in the parent, creates the cache's global mutexes and
  * initializes the instance (shmcb allocates its shared memory there, which
@@ -16,23 +23,29 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "apr_global_mutex.h"
 #include "apr_lib.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
 #include "apr_thread_proc.h"
+#include "ap_mpm.h"
 #include "ap_provider.h"
 #include "ap_socache.h"
 #include "httpd.h"
 #include "http_config.h"
 #include "http_log.h"
+#include "http_core.h"
+#include "unixd.h"
 #include "util_mutex.h"
 
 #include "cache.h"
 #include "config.h"
 #include "mod_mruby.h"
 #include "parse.h"
+#include "shdict.h"
 
 APLOG_USE_MODULE(mruby);
 
@@ -49,11 +62,14 @@ APLOG_USE_MODULE(mruby);
  * Children get a copy of it at fork; the fields below "process-local" are
  * written only by the process (and thread) they describe. */
 struct mm_cache {
-    const char *name;  /* "default" or the configured name */
-    const char *spec;  /* PROVIDER[:ARGS] as configured, for messages */
-    const char *cname; /* the provider's namespace: "mruby-NAME" */
-    const ap_socache_provider_t *provider;
+    const char *name;                      /* "default" or the configured name */
+    const char *spec;                      /* PROVIDER[:ARGS] as configured, for messages */
+    const char *cname;                     /* the provider's namespace: "mruby-NAME" */
+    const ap_socache_provider_t *provider; /* NULL for the dictionary */
     ap_socache_instance_t *instance;
+    const char *dict_path;  /* the dictionary's file */
+    int dict_named;         /* the administrator named it: kept at a stop */
+    apr_uint64_t dict_size; /* its capacity */
     apr_size_t max_value;
     server_rec *s;                  /* the main server, for the provider's logs */
     apr_global_mutex_t *lock;       /* incr and synchronize */
@@ -61,6 +77,7 @@ struct mm_cache {
                                        that are not safe across processes and
                                        threads (shmcb); NULL for the others */
     /* process-local */
+    mm_shdict_t *dict;      /* the dictionary, opened by child_init */
     int unusable;           /* the mutexes could not be attached in this child */
     apr_os_thread_t holder; /* the thread holding lock, or 0 */
     int depth;              /* how often holder took it */
@@ -105,19 +122,37 @@ static const char *parse_option(cmd_parms *cmd, mm_cache_t *c, const char *arg)
     return NULL;
 }
 
-/* Reads [NAME] PROVIDER[:ARGS] [OPTION...] into c. */
+/* The dictionary's spec: dict[:FILE][(SIZE)]. */
+#define DICT_SPEC "dict"
+
+static int is_dict_spec(const char *word)
+{
+    size_t n = sizeof DICT_SPEC - 1;
+
+    return strncmp(word, DICT_SPEC, n) == 0 && (word[n] == '\0' || word[n] == ':' || word[n] == '(');
+}
+
+/* Whether a lone word names a store rather than a cache. */
+static int is_spec(const char *word)
+{
+    const char *sep = ap_strchr_c(word, ':');
+
+    return is_dict_spec(word) || sep ||
+           ap_lookup_provider(AP_SOCACHE_PROVIDER_GROUP, word, AP_SOCACHE_PROVIDER_VERSION) != NULL;
+}
+
+/* Reads [NAME] [PROVIDER[:ARGS]] [OPTION...] into c: two words before any
+ * option are a name and a provider; a lone one is a provider if it names
+ * one (shmcb, dict:..., memcache:...), else a name. */
 static const char *parse_words(cmd_parms *cmd, mm_cache_t *c, int argc, char *const argv[])
 {
     const char *err;
     int i = 0;
 
-    if (argc < 1) {
-        return "mrubyCache: expected [NAME] PROVIDER[:ARGS] [max-value=BYTES]";
-    }
     c->name = MM_CACHE_DEFAULT_NAME;
     c->max_value = MM_CACHE_VALUE_DEFAULT;
-    /* Two words before any option: the first is the name. */
-    if (argc >= 2 && !is_option(argv[1])) {
+    c->spec = DICT_SPEC;
+    if (argc >= 1 && !is_option(argv[0]) && ((argc >= 2 && !is_option(argv[1])) || !is_spec(argv[0]))) {
         c->name = argv[i++];
         if (!valid_name(c->name)) {
             return apr_psprintf(cmd->pool,
@@ -125,13 +160,53 @@ static const char *parse_words(cmd_parms *cmd, mm_cache_t *c, int argc, char *co
                                 c->name, MM_CACHE_NAME_MAX);
         }
     }
-    c->spec = argv[i++];
+    if (i < argc && !is_option(argv[i])) {
+        c->spec = argv[i++];
+    }
     for (; i < argc; i++) {
         if ((err = parse_option(cmd, c, argv[i])) != NULL) {
             return err;
         }
     }
     c->cname = apr_pstrcat(cmd->pool, "mruby-", c->name, NULL);
+    return NULL;
+}
+
+/* dict[:FILE][(SIZE)]: the file is relative to DefaultRuntimeDir, as
+ * shmcb's; without one, mruby-cache-NAME.db there, removed at a stop. */
+static const char *parse_dict(cmd_parms *cmd, mm_cache_t *c)
+{
+    const char *arg = c->spec + sizeof DICT_SPEC - 1;
+    const char *open = ap_strchr_c(arg, '(');
+    const char *file =
+        *arg == ':' ? apr_pstrmemdup(cmd->pool, arg + 1, open ? (size_t)(open - arg - 1) : strlen(arg + 1))
+                    : "";
+    apr_uint64_t size = MM_SHDICT_SIZE_DEFAULT;
+
+    if (open) {
+        const char *close = ap_strchr_c(open, ')');
+        char *digits;
+
+        if (close == NULL || close[1] != '\0') {
+            return apr_psprintf(cmd->pool, "mrubyCache %s: expected dict[:FILE][(SIZE)]", c->spec);
+        }
+        digits = apr_pstrmemdup(cmd->temp_pool, open + 1, close - open - 1);
+        if (mm_parse_size(digits, MM_SHDICT_SIZE_MIN, MM_SHDICT_SIZE_MAX, &size) != MM_PARSE_OK) {
+            return apr_psprintf(cmd->pool,
+                                "mrubyCache %s: the size must be a number of bytes from 65536 (64K) to 64G, "
+                                "in digits with an optional K, M or G suffix, not '%s'",
+                                c->spec, digits);
+        }
+    }
+    c->dict_named = *file != '\0';
+    if (!c->dict_named) {
+        file = apr_pstrcat(cmd->pool, "mruby-cache-", c->name, ".db", NULL);
+    }
+    c->dict_path = ap_runtime_dir_relative(cmd->pool, file);
+    if (c->dict_path == NULL) {
+        return apr_psprintf(cmd->pool, "mrubyCache %s: invalid file name '%s'", c->spec, file);
+    }
+    c->dict_size = size;
     return NULL;
 }
 
@@ -143,6 +218,9 @@ static const char *create_instance(cmd_parms *cmd, mm_cache_t *c)
     const char *name = sep ? apr_pstrmemdup(cmd->pool, c->spec, sep - c->spec) : c->spec;
     const char *err;
 
+    if (is_dict_spec(c->spec)) {
+        return parse_dict(cmd, c);
+    }
     c->provider = ap_lookup_provider(AP_SOCACHE_PROVIDER_GROUP, name, AP_SOCACHE_PROVIDER_VERSION);
     if (c->provider == NULL) {
         return apr_psprintf(cmd->pool,
@@ -240,6 +318,75 @@ static apr_status_t create_mutex(apr_global_mutex_t **mutex, mm_cache_t *c, cons
     return APR_SUCCESS;
 }
 
+/* What the parent remembers of a dictionary across generations. */
+typedef struct {
+    pid_t creator;    /* the process that made it: the one that removes it */
+    const char *path; /* in the process's pool */
+} dict_kept_t;
+
+/* A cleanup of pconf: at a stop, the parent removes the file of a
+ * dictionary nobody named. pconf, not the process's pool: that one is
+ * destroyed after pconf has unloaded this module. A graceful restart
+ * clears pconf too, and children destroy it when they exit: only a parent
+ * that exits removes the file. */
+static apr_status_t remove_dict(void *data)
+{
+    dict_kept_t *kept = data;
+
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_EXITING && kept->creator == getpid()) {
+        mm_shdict_remove_files(kept->path);
+    }
+    return APR_SUCCESS;
+}
+
+/* The readers LMDB makes room for: every thread of two generations of
+ * children (a graceful restart's old and new). */
+static unsigned int dict_readers(void)
+{
+    int daemons = 0, threads = 0;
+    apr_uint64_t n;
+
+    ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &daemons);
+    ap_mpm_query(AP_MPMQ_HARD_LIMIT_THREADS, &threads);
+    n = (apr_uint64_t)(daemons > 0 ? daemons : 1) * (threads > 0 ? threads : 1) * 2 + 16;
+    return n < 126 ? 126 : n > 65536 ? 65536 : (unsigned int)n;
+}
+
+/* Creates the dictionary's file in the parent: empty at the first
+ * generation unless it was named, found again at a graceful restart. */
+static apr_status_t prepare_dict(mm_cache_t *c, server_rec *s, apr_pool_t *pconf)
+{
+    const char *key = apr_pstrcat(s->process->pool, "mod_mruby dict ", c->dict_path, NULL);
+    dict_kept_t *kept = ap_retained_data_get(key);
+    int first = kept == NULL;
+    long uid = -1, gid = -1;
+    apr_status_t rv;
+
+    if (first) {
+        kept = ap_retained_data_create(key, sizeof *kept);
+        kept->path = apr_pstrdup(s->process->pool, c->dict_path);
+    }
+    if (!c->dict_named) {
+        apr_pool_cleanup_register(pconf, kept, remove_dict, apr_pool_cleanup_null);
+    }
+    /* The process that runs the server now (a detached daemon is not the
+     * process that read the configuration first). */
+    kept->creator = getpid();
+    if (geteuid() == 0) {
+        uid = (long)ap_unixd_config.user_id;
+        gid = (long)ap_unixd_config.group_id;
+    }
+    rv = mm_shdict_prepare(c->dict_path, c->dict_size, dict_readers(), first && !c->dict_named, uid, gid);
+    if (rv != APR_SUCCESS) {
+        char buf[256];
+
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                     MM_LOGNO(00300) "cache '%s': cannot create or open its dictionary %s: %s", c->name,
+                     c->dict_path, mm_shdict_strerror(rv, buf, sizeof buf));
+    }
+    return rv;
+}
+
 int mm_cache_post_config(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
 {
     /* What shmcb sizes its index by; the other providers ignore it. */
@@ -254,6 +401,16 @@ int mm_cache_post_config(apr_pool_t *pconf, apr_pool_t *plog, server_rec *s)
         c->s = s;
         if (create_mutex(&c->lock, c, "", s, pconf) != APR_SUCCESS) {
             return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (c->provider == NULL) {
+            if (prepare_dict(c, s, pconf) != APR_SUCCESS) {
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                         MM_LOGNO(00904) "cache '%s': dictionary %s of %" APR_UINT64_T_FMT
+                                         " bytes, values up to %" APR_SIZE_T_FMT " bytes",
+                         c->name, c->dict_path, c->dict_size, c->max_value);
+            continue;
         }
         if ((c->provider->flags & AP_SOCACHE_FLAG_NOTMPSAFE) &&
             create_mutex(&c->store_lock, c, "-store", s, pconf) != APR_SUCCESS) {
@@ -293,6 +450,21 @@ void mm_cache_child_init(apr_pool_t *pchild, server_rec *s)
         if (rv == APR_SUCCESS) {
             rv = attach_mutex(&c->store_lock, pchild);
         }
+        if (rv == APR_SUCCESS && c->provider == NULL) {
+            /* Not closed at the child's exit: threads may still be using
+             * it; the process's end releases the map and its locks. */
+            rv = mm_shdict_open(&c->dict, c->dict_path, c->dict_size, dict_readers());
+            if (rv != APR_SUCCESS) {
+                char buf[256];
+
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                             MM_LOGNO(00301) "cache '%s': cannot open its dictionary %s in this child: %s; "
+                                             "Apache::Cache raises here",
+                             c->name, c->dict_path, mm_shdict_strerror(rv, buf, sizeof buf));
+                c->unusable = 1;
+                continue;
+            }
+        }
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
                          MM_LOGNO(00903) "cache '%s': cannot attach its mutex in this child; "
@@ -322,6 +494,9 @@ const char *mm_cache_unusable(const mm_cache_t *c)
 {
     if (!in_child) {
         return "caches are only available in child processes (requests, ChildInit), not in the parent";
+    }
+    if (c->unusable && c->provider == NULL && c->dict == NULL) {
+        return "its dictionary could not be opened in this process (see MRB00301 in the error log)";
     }
     if (c->unusable || c->lock == NULL) {
         return "its mutex could not be attached in this process (see MRB00903 in the error log)";
@@ -403,15 +578,57 @@ static void store_unlock(mm_cache_t *c)
     }
 }
 
+/* The dictionary's allocator for the values it reads: the operation's pool. */
+static void *pool_alloc(void *pool, apr_size_t n)
+{
+    return apr_palloc(pool, n);
+}
+
+/* The expiry time of a lifetime: none for 0 on the dictionary; the
+ * longest memcached takes on the providers. */
+static apr_time_t dict_expiry(apr_interval_time_t ttl)
+{
+    return ttl ? apr_time_now() + ttl : 0;
+}
+
+static apr_interval_time_t provider_ttl(apr_interval_time_t ttl)
+{
+    return ttl ? ttl : apr_time_from_sec(MM_CACHE_TTL_MAX_SEC);
+}
+
+/* The dictionary's statuses that have a name of ours. */
+static apr_status_t dict_status(apr_status_t rv)
+{
+    switch (rv) {
+    case MM_SHDICT_NOTINT:
+        return MM_CACHE_ENOTINT;
+    case MM_SHDICT_OVERFLOW:
+        return MM_CACHE_EOVERFLOW;
+    case MM_SHDICT_TOOLONG:
+        return MM_CACHE_ETOOLONG;
+    default:
+        return rv;
+    }
+}
+
+int mm_cache_is_dict(const mm_cache_t *c)
+{
+    return c->provider == NULL;
+}
+
 apr_status_t mm_cache_get(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_pool_t *p,
                           char **val, apr_size_t *vlen)
 {
     unsigned int idlen, len = (unsigned int)c->max_value;
     unsigned char *id = make_id(p, key, klen, &idlen);
-    unsigned char *buf = apr_palloc(p, c->max_value);
-    apr_status_t rv = store_lock(c);
+    unsigned char *buf;
+    apr_status_t rv;
 
-    if (rv != APR_SUCCESS) {
+    if (c->dict) {
+        return mm_shdict_get(c->dict, key, klen, pool_alloc, p, val, vlen, NULL);
+    }
+    buf = apr_palloc(p, c->max_value);
+    if ((rv = store_lock(c)) != APR_SUCCESS) {
         return rv;
     }
     rv = c->provider->retrieve(c->instance, s, id, idlen, buf, &len, p);
@@ -424,16 +641,27 @@ apr_status_t mm_cache_get(mm_cache_t *c, server_rec *s, const char *key, apr_siz
 }
 
 apr_status_t mm_cache_set(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, const char *val,
-                          apr_size_t vlen, apr_interval_time_t ttl, apr_pool_t *p)
+                          apr_size_t vlen, apr_interval_time_t ttl, mm_cache_mode_e mode, apr_pool_t *p)
 {
     unsigned int idlen;
-    unsigned char *id = make_id(p, key, klen, &idlen);
-    /* The provider's own copy: store() takes a non-const buffer. */
-    unsigned char *data = apr_pmemdup(p, val, vlen ? vlen : 1);
-    apr_time_t expiry = apr_time_now() + ttl + MM_CACHE_TTL_SLACK;
-    apr_status_t rv = store_lock(c);
+    unsigned char *id, *data;
+    apr_time_t expiry;
+    apr_status_t rv;
 
-    if (rv != APR_SUCCESS) {
+    if (c->dict) {
+        return mm_shdict_set(c->dict, key, klen, val, vlen, dict_expiry(ttl),
+                             mode == MM_CACHE_ADD       ? MM_SHDICT_ADD
+                             : mode == MM_CACHE_REPLACE ? MM_SHDICT_REPLACE
+                                                        : MM_SHDICT_SET);
+    }
+    if (mode != MM_CACHE_SET) {
+        return MM_CACHE_ENOTDICT;
+    }
+    id = make_id(p, key, klen, &idlen);
+    /* The provider's own copy: store() takes a non-const buffer. */
+    data = apr_pmemdup(p, val, vlen ? vlen : 1);
+    expiry = apr_time_now() + provider_ttl(ttl) + MM_CACHE_TTL_SLACK;
+    if ((rv = store_lock(c)) != APR_SUCCESS) {
         return rv;
     }
     rv = c->provider->store(c->instance, s, id, idlen, expiry, data, (unsigned int)vlen, p);
@@ -452,10 +680,14 @@ apr_status_t mm_cache_set(mm_cache_t *c, server_rec *s, const char *key, apr_siz
 apr_status_t mm_cache_remove(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_pool_t *p)
 {
     unsigned int idlen;
-    unsigned char *id = make_id(p, key, klen, &idlen);
-    apr_status_t rv = store_lock(c);
+    unsigned char *id;
+    apr_status_t rv;
 
-    if (rv != APR_SUCCESS) {
+    if (c->dict) {
+        return mm_shdict_delete(c->dict, key, klen);
+    }
+    id = make_id(p, key, klen, &idlen);
+    if ((rv = store_lock(c)) != APR_SUCCESS) {
         return rv;
     }
     rv = c->provider->remove(c->instance, s, id, idlen, p);
@@ -482,14 +714,19 @@ static apr_status_t parse_int(const char *val, apr_size_t vlen, apr_int64_t *n)
 }
 
 apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_int64_t by,
-                           apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result)
+                           apr_int64_t init, apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result)
 {
-    apr_status_t rv = mm_cache_lock(c);
-    apr_int64_t n = 0;
+    apr_status_t rv;
+    apr_int64_t n = init;
     char *val, text[24];
     apr_size_t vlen;
 
-    if (rv != APR_SUCCESS) {
+    /* One transaction of the dictionary: atomic without the lock. */
+    if (c->dict) {
+        return dict_status(
+            mm_shdict_incr(c->dict, key, klen, by, init, dict_expiry(ttl), c->max_value, result));
+    }
+    if ((rv = mm_cache_lock(c)) != APR_SUCCESS) {
         return rv;
     }
     rv = mm_cache_get(c, s, key, klen, p, &val, &vlen);
@@ -508,16 +745,77 @@ apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_si
          * longer one would be stored, but no read could take it back
          * (shmcb answers that there is no entry, the others fail), and the
          * next incr would start again from 0. The entry stays as it was. */
-        rv = vlen > c->max_value ? MM_CACHE_ETOOLONG : mm_cache_set(c, s, key, klen, text, vlen, ttl, p);
+        rv = vlen > c->max_value ? MM_CACHE_ETOOLONG
+                                 : mm_cache_set(c, s, key, klen, text, vlen, ttl, MM_CACHE_SET, p);
     }
     mm_cache_unlock(c);
     *result = n;
     return rv;
 }
 
+apr_status_t mm_cache_ttl(mm_cache_t *c, const char *key, apr_size_t klen, apr_pool_t *p, apr_time_t *expiry)
+{
+    char *val;
+    apr_size_t vlen;
+
+    return c->dict ? mm_shdict_get(c->dict, key, klen, pool_alloc, p, &val, &vlen, expiry)
+                   : MM_CACHE_ENOTDICT;
+}
+
+apr_status_t mm_cache_expire(mm_cache_t *c, const char *key, apr_size_t klen, apr_interval_time_t ttl)
+{
+    return c->dict ? mm_shdict_expire(c->dict, key, klen, dict_expiry(ttl)) : MM_CACHE_ENOTDICT;
+}
+
+static void push_key(void *keys, const char *key, apr_size_t klen)
+{
+    apr_array_header_t *a = keys;
+    struct iovec *k = &APR_ARRAY_PUSH(a, struct iovec);
+
+    k->iov_base = apr_pmemdup(a->pool, key, klen);
+    k->iov_len = klen;
+}
+
+apr_status_t mm_cache_keys(mm_cache_t *c, apr_size_t limit, apr_pool_t *p, apr_array_header_t **keys)
+{
+    if (c->dict == NULL) {
+        return MM_CACHE_ENOTDICT;
+    }
+    *keys = apr_array_make(p, 16, sizeof(struct iovec));
+    return mm_shdict_keys(c->dict, limit, push_key, *keys);
+}
+
+apr_status_t mm_cache_flush_all(mm_cache_t *c)
+{
+    return c->dict ? mm_shdict_flush_all(c->dict) : MM_CACHE_ENOTDICT;
+}
+
+apr_status_t mm_cache_flush_expired(mm_cache_t *c, apr_size_t limit, apr_size_t *removed)
+{
+    return c->dict ? mm_shdict_flush_expired(c->dict, limit, removed) : MM_CACHE_ENOTDICT;
+}
+
+apr_status_t mm_cache_space(mm_cache_t *c, apr_uint64_t *capacity, apr_uint64_t *free_bytes)
+{
+    if (c->dict == NULL) {
+        return MM_CACHE_ENOTDICT;
+    }
+    *capacity = mm_shdict_capacity(c->dict);
+    return mm_shdict_free_space(c->dict, free_bytes);
+}
+
 const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, apr_size_t size)
 {
     switch (rv) {
+    case MM_CACHE_ENOTDICT:
+        apr_snprintf(buf, size, "only the dictionary (mrubyCache %s dict) has it, not %s", c->name, c->spec);
+        return buf;
+    case MM_SHDICT_FULL:
+        apr_snprintf(buf, size,
+                     "no room: the live entries fill the dictionary's %" APR_UINT64_T_FMT " bytes "
+                     "(nothing was removed to make room)",
+                     c->dict_size);
+        return buf;
     case MM_CACHE_ENOTINT:
         return "the value is not a decimal integer";
     case MM_CACHE_EOVERFLOW:
@@ -539,6 +837,6 @@ const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, a
         return "the cache server refused to store it (too large for it, or out of memory: "
                "see memcached -I, redis maxmemory)";
     default:
-        return apr_strerror(rv, buf, size);
+        return c->provider ? apr_strerror(rv, buf, size) : mm_shdict_strerror(rv, buf, size);
     }
 }

@@ -1,11 +1,13 @@
-/* cache.h: the shared caches configured with mrubyCache, on httpd's socache
- * providers (shmcb, memcache, redis, ...): their configuration, their life
- * across starts and restarts, and the operations Apache::Cache builds on.
+/* cache.h: the shared caches configured with mrubyCache: the shared
+ * dictionary (shdict.h, the default) or one of httpd's socache providers
+ * (shmcb, memcache, redis, ...): their configuration, their life across
+ * starts and restarts, and the operations Apache::Cache builds on.
  * Nothing here knows Ruby (rb_cache.c is the binding). */
 #ifndef MM_CACHE_H
 #define MM_CACHE_H
 
 #include "apr_errno.h"
+#include "apr_tables.h"
 #include "apr_pools.h"
 #include "apr_time.h"
 #include "httpd.h"
@@ -30,7 +32,7 @@ typedef struct mm_cache mm_cache_t;
  * Entries set without a ttl get this one. */
 #define MM_CACHE_TTL_MAX_SEC (30 * 24 * 3600)
 
-/* mrubyCache [NAME] PROVIDER[:ARGS] [max-value=BYTES] */
+/* mrubyCache [NAME] [dict[:FILE][(SIZE)] | PROVIDER[:ARGS]] [max-value=BYTES] */
 const char *mm_cache_cmd(cmd_parms *cmd, void *dconf, int argc, char *const argv[]);
 
 /* Hooks (mod_mruby.c calls them). pre_config registers the "mruby-cache"
@@ -50,28 +52,54 @@ mm_cache_t *mm_cache_find(server_rec *s, const char *name);
 const char *mm_cache_unusable(const mm_cache_t *c);
 
 const char *mm_cache_name(const mm_cache_t *c);
+/* Whether it is the dictionary (else a socache provider). */
+int mm_cache_is_dict(const mm_cache_t *c);
 apr_size_t mm_cache_max_value(const mm_cache_t *c);
 
 /* The operations. Keys and values are binary; the caller checks their
  * sizes (MM_CACHE_KEY_MAX, mm_cache_max_value). Each returns APR_SUCCESS or
  * a status whose text mm_cache_strerror gives; p holds what they allocate
- * (the value read). None of them keeps a pointer to key or value.
+ * (the value read). None of them keeps a pointer to key or value. A ttl of
+ * 0 is none: the dictionary keeps the entry until it is removed, the
+ * providers for MM_CACHE_TTL_MAX_SEC. What only the dictionary does answers
+ * MM_CACHE_ENOTDICT on the providers.
  *
  * get: APR_NOTFOUND when there is no such entry (or it expired). */
 apr_status_t mm_cache_get(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_pool_t *p,
                           char **val, apr_size_t *vlen);
-/* set: the entry lives ttl (at most MM_CACHE_TTL_MAX_SEC seconds). */
+typedef enum {
+    MM_CACHE_SET,     /* always */
+    MM_CACHE_ADD,     /* only if there is no entry: MM_SHDICT_EXISTS (dictionary only) */
+    MM_CACHE_REPLACE, /* only if there is one: APR_NOTFOUND (dictionary only) */
+} mm_cache_mode_e;
+
+/* set: the entry lives ttl (at most MM_CACHE_TTL_MAX_SEC seconds). On the
+ * dictionary, MM_SHDICT_FULL when its live entries leave no room. */
 apr_status_t mm_cache_set(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, const char *val,
-                          apr_size_t vlen, apr_interval_time_t ttl, apr_pool_t *p);
+                          apr_size_t vlen, apr_interval_time_t ttl, mm_cache_mode_e mode, apr_pool_t *p);
 /* remove: APR_NOTFOUND when there was nothing to remove. */
 apr_status_t mm_cache_remove(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_pool_t *p);
-/* incr: adds by to the decimal integer stored at key (0 when absent) under
- * the cache's lock and stores the sum with ttl. MM_CACHE_ENOTINT when the
+/* incr: adds by to the decimal integer stored at key (init when absent),
+ * atomically (the dictionary: one transaction; the providers: under the
+ * cache's lock) and stores the sum with ttl (the dictionary: 0 keeps an
+ * entry's expiry). MM_CACHE_ENOTINT when the
  * value is not a decimal integer, MM_CACHE_EOVERFLOW when the sum does not
  * fit in 64 bits, MM_CACHE_ETOOLONG when its decimal text is longer than
  * the cache's max-value (nothing is stored then). */
 apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_int64_t by,
-                           apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result);
+                           apr_int64_t init, apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result);
+
+/* The dictionary only. ttl: the entry's expiry time (0: none), APR_NOTFOUND
+ * without a live entry. expire: gives a live entry a new ttl. keys: up to
+ * limit live keys (0: all), as struct iovec in p. flush_expired: removes up
+ * to limit expired entries (0: all). space: the capacity and the bytes the
+ * entries leave of it. */
+apr_status_t mm_cache_ttl(mm_cache_t *c, const char *key, apr_size_t klen, apr_pool_t *p, apr_time_t *expiry);
+apr_status_t mm_cache_expire(mm_cache_t *c, const char *key, apr_size_t klen, apr_interval_time_t ttl);
+apr_status_t mm_cache_keys(mm_cache_t *c, apr_size_t limit, apr_pool_t *p, apr_array_header_t **keys);
+apr_status_t mm_cache_flush_all(mm_cache_t *c);
+apr_status_t mm_cache_flush_expired(mm_cache_t *c, apr_size_t limit, apr_size_t *removed);
+apr_status_t mm_cache_space(mm_cache_t *c, apr_uint64_t *capacity, apr_uint64_t *free_bytes);
 
 /* The cache's lock: one httpd global mutex (type "mruby-cache") shared by
  * every thread of every child. A thread that holds it may take it again
@@ -85,6 +113,7 @@ apr_status_t mm_cache_unlock(mm_cache_t *c);
 #define MM_CACHE_EOVERFLOW (APR_OS_START_USERERR + 902) /* incr: the sum does not fit */
 #define MM_CACHE_ETOOLONG  (APR_OS_START_USERERR + 903) /* incr: the sum's text exceeds max-value */
 #define MM_CACHE_EREFUSED  (APR_OS_START_USERERR + 904) /* set: the cache server answered an error */
+#define MM_CACHE_ENOTDICT  (APR_OS_START_USERERR + 905) /* an operation only the dictionary has */
 
 /* Text for a status of the operations above, in buf. */
 const char *mm_cache_strerror(const mm_cache_t *c, apr_status_t rv, char *buf, apr_size_t size);

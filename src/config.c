@@ -465,7 +465,8 @@ const command_rec mm_directives[] = {
     MM_PHASES(MM_PHASE_CMDS)
     MM_SLOT_DIRECTIVES
     AP_INIT_TAKE_ARGV("mrubyCache", mm_cache_cmd, NULL, RSRC_CONF,
-                      "[name] provider[:arguments] [max-value=bytes]: a shared cache for Apache::Cache"),
+                      "[name] [dict[:file][(size)] | provider[:arguments]] [max-value=bytes]: a shared cache for "
+                      "Apache::Cache"),
     AP_INIT_FLAG("mrubyHandlerEnable", cmd_compat_flag, NULL, MM_DIR_CONTEXT,
                  "accepted for compatibility with older configurations; has no effect"),
     AP_INIT_TAKE1("mrubyTimeout", cmd_timeout, NULL, MM_DIR_CONTEXT,
