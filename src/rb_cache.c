@@ -8,10 +8,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "httpd.h"
 
 #include <mruby.h>
+#include <mruby/array.h>
 #include <mruby/class.h>
 #include <mruby/data.h>
 #include <mruby/error.h>
@@ -19,6 +21,7 @@
 
 #include "binding.h"
 #include "cache.h"
+#include "shdict.h"
 #include "vm.h"
 
 /* An Apache::Cache object holds the mm_cache_t of its cache. That lives in
@@ -87,13 +90,14 @@ static const char *key_of(mrb_state *mrb, mrb_value key, apr_size_t *len)
     return ptr;
 }
 
-/* A lifetime: nil (the longest) or 1..MM_CACHE_TTL_MAX_SEC seconds. */
+/* A lifetime: nil (0: none on the dictionary, the longest on the
+ * providers) or 1..MM_CACHE_TTL_MAX_SEC seconds. */
 static apr_interval_time_t ttl_of(mrb_state *mrb, mrb_value ttl)
 {
     double sec;
 
     if (mrb_nil_p(ttl)) {
-        return apr_time_from_sec(MM_CACHE_TTL_MAX_SEC);
+        return 0;
     }
     if (mrb_integer_p(ttl)) {
         sec = (double)mrb_integer(ttl);
@@ -147,6 +151,12 @@ static void op_end(mrb_state *mrb, mm_op_t *op, apr_status_t rv)
     if (rv == MM_CACHE_EOVERFLOW || rv == MM_CACHE_ETOOLONG) {
         mrb_raisef(mrb, E_RANGE_ERROR, "Apache::Cache#%s: %s", op->what, why);
     }
+    if (rv == MM_SHDICT_FULL) {
+        struct RClass *cache = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Cache");
+
+        mrb_raisef(mrb, mrb_class_get_under(mrb, cache, "Full"), "cache '%s': %s failed: %s",
+                   mm_cache_name(op->c), op->what, why);
+    }
     mrb_raisef(mrb, error_class(mrb), "cache '%s': %s failed: %s", mm_cache_name(op->c), op->what, why);
 }
 
@@ -171,13 +181,15 @@ static mrb_value cache_get(mrb_state *mrb, mrb_value self)
     return result;
 }
 
-/* __set(key, value, ttl): stores a copy of the String value. */
-static mrb_value cache_set(mrb_state *mrb, mrb_value self)
+/* Stores a copy of the String value at key: __set(key, value, ttl)
+ * returns value; __add and __replace (the dictionary) whether it stored. */
+static mrb_value store(mrb_state *mrb, mrb_value self, mm_cache_mode_e mode, const char *what)
 {
     mrb_value key, value, ttl;
     apr_size_t klen, max = mm_cache_max_value(cache_of(mrb, self));
     const char *k;
     apr_interval_time_t life;
+    apr_status_t rv;
     mm_op_t op;
 
     mrb_get_args(mrb, "ooo", &key, &value, &ttl);
@@ -191,10 +203,30 @@ static mrb_value cache_set(mrb_state *mrb, mrb_value self)
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "a value of %d bytes is larger than the cache's max-value (%d)",
                    (int)RSTRING_LEN(value), (int)max);
     }
-    op_begin(mrb, self, "set", &op);
-    op_end(mrb, &op,
-           mm_cache_set(op.c, op.s, k, klen, RSTRING_PTR(value), (apr_size_t)RSTRING_LEN(value), life, op.p));
-    return value;
+    op_begin(mrb, self, what, &op);
+    rv = mm_cache_set(op.c, op.s, k, klen, RSTRING_PTR(value), (apr_size_t)RSTRING_LEN(value), life, mode,
+                      op.p);
+    if (mode != MM_CACHE_SET && (rv == MM_SHDICT_EXISTS || APR_STATUS_IS_NOTFOUND(rv))) {
+        op_end(mrb, &op, APR_SUCCESS);
+        return mrb_false_value();
+    }
+    op_end(mrb, &op, rv);
+    return mode == MM_CACHE_SET ? value : mrb_true_value();
+}
+
+static mrb_value cache_set(mrb_state *mrb, mrb_value self)
+{
+    return store(mrb, self, MM_CACHE_SET, "set");
+}
+
+static mrb_value cache_add(mrb_state *mrb, mrb_value self)
+{
+    return store(mrb, self, MM_CACHE_ADD, "add");
+}
+
+static mrb_value cache_replace(mrb_state *mrb, mrb_value self)
+{
+    return store(mrb, self, MM_CACHE_REPLACE, "replace");
 }
 
 /* delete(key): true if there was an entry to remove, false if not. */
@@ -216,27 +248,32 @@ static mrb_value cache_delete(mrb_state *mrb, mrb_value self)
     return mrb_bool_value(found);
 }
 
-/* __incr(key, by, ttl): the new value, as an Integer. */
+/* __incr(key, by, init, ttl): the new value, as an Integer. */
 static mrb_value cache_incr(mrb_state *mrb, mrb_value self)
 {
-    mrb_value key, by, ttl;
+    mrb_value key, by, init, ttl;
     apr_size_t klen;
     const char *k;
     apr_interval_time_t life;
     apr_int64_t n = 0;
     mm_op_t op;
 
-    mrb_get_args(mrb, "ooo", &key, &by, &ttl);
+    mrb_get_args(mrb, "oooo", &key, &by, &init, &ttl);
     /* An Integer only: a Float would be truncated (incr by 1.9 adds 1),
      * and decr negates only an Integer, so decr by 1.5 would add 1. */
     if (!mrb_integer_p(by)) {
         mrb_raisef(mrb, E_TYPE_ERROR, "the amount to add must be an Integer, not %s",
                    mrb_obj_classname(mrb, by));
     }
+    if (!mrb_nil_p(init) && !mrb_integer_p(init)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "init must be an Integer, not %s", mrb_obj_classname(mrb, init));
+    }
     k = key_of(mrb, key, &klen);
     life = ttl_of(mrb, ttl);
     op_begin(mrb, self, "incr", &op);
-    op_end(mrb, &op, mm_cache_incr(op.c, op.s, k, klen, (apr_int64_t)mrb_integer(by), life, op.p, &n));
+    op_end(mrb, &op,
+           mm_cache_incr(op.c, op.s, k, klen, (apr_int64_t)mrb_integer(by),
+                         mrb_nil_p(init) ? 0 : (apr_int64_t)mrb_integer(init), life, op.p, &n));
     return mrb_int_value(mrb, (mrb_int)n);
 }
 
@@ -314,6 +351,137 @@ static mrb_value cache_synchronize(mrb_state *mrb, mrb_value self)
     return result;
 }
 
+/* ttl(key): the seconds the entry has left (a Float), 0 when it never
+ * expires, nil when there is none. */
+static mrb_value cache_ttl(mrb_state *mrb, mrb_value self)
+{
+    apr_size_t klen;
+    const char *k = key_of(mrb, mrb_get_arg1(mrb), &klen);
+    apr_time_t expiry = 0;
+    mrb_value result = mrb_nil_value();
+    apr_status_t rv;
+    mm_op_t op;
+
+    op_begin(mrb, self, "ttl", &op);
+    rv = mm_cache_ttl(op.c, k, klen, op.p, &expiry);
+    if (rv == APR_SUCCESS) {
+        apr_time_t left = expiry ? expiry - apr_time_now() : 0;
+
+        result = mrb_float_value(mrb, expiry ? (left > 0 ? (mrb_float)left / APR_USEC_PER_SEC : 1e-6) : 0);
+    } else if (APR_STATUS_IS_NOTFOUND(rv)) {
+        rv = APR_SUCCESS;
+    }
+    op_end(mrb, &op, rv);
+    return result;
+}
+
+/* __expire(key, ttl): a new lifetime for the entry (nil: none); whether
+ * there was one. */
+static mrb_value cache_expire(mrb_state *mrb, mrb_value self)
+{
+    mrb_value key, ttl;
+    apr_size_t klen;
+    const char *k;
+    apr_interval_time_t life;
+    apr_status_t rv;
+    mm_op_t op;
+
+    mrb_get_args(mrb, "oo", &key, &ttl);
+    k = key_of(mrb, key, &klen);
+    life = ttl_of(mrb, ttl);
+    op_begin(mrb, self, "expire", &op);
+    rv = mm_cache_expire(op.c, k, klen, life);
+    if (APR_STATUS_IS_NOTFOUND(rv)) {
+        op_end(mrb, &op, APR_SUCCESS);
+        return mrb_false_value();
+    }
+    op_end(mrb, &op, rv);
+    return mrb_true_value();
+}
+
+/* A count argument: 0 or more (0: no limit). */
+static apr_size_t limit_of(mrb_state *mrb, mrb_int n)
+{
+    if (n < 0) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "the limit must be 0 (none) or more");
+    }
+    return (apr_size_t)n;
+}
+
+/* keys(limit = 1024): up to limit live keys (0: all), as Strings. */
+static mrb_value cache_keys(mrb_state *mrb, mrb_value self)
+{
+    mrb_int n = 1024;
+    apr_array_header_t *keys = NULL;
+    apr_size_t limit;
+    apr_status_t rv;
+    mm_op_t op;
+    mrb_value result;
+    int i;
+
+    mrb_get_args(mrb, "|i", &n);
+    limit = limit_of(mrb, n);
+    op_begin(mrb, self, "keys", &op);
+    rv = mm_cache_keys(op.c, limit, op.p, &keys);
+    if (rv != APR_SUCCESS) {
+        op_end(mrb, &op, rv);
+    }
+    /* Made after the store's transaction ended: a String that cannot be
+     * made raises with nothing of the store held. */
+    result = mrb_ary_new_capa(mrb, keys->nelts);
+    for (i = 0; i < keys->nelts; i++) {
+        struct iovec *k = &APR_ARRAY_IDX(keys, i, struct iovec);
+
+        mrb_ary_push(mrb, result, mrb_str_new(mrb, k->iov_base, (mrb_int)k->iov_len));
+    }
+    op_end(mrb, &op, APR_SUCCESS);
+    return result;
+}
+
+static mrb_value cache_flush_all(mrb_state *mrb, mrb_value self)
+{
+    mm_op_t op;
+
+    op_begin(mrb, self, "flush_all", &op);
+    op_end(mrb, &op, mm_cache_flush_all(op.c));
+    return mrb_nil_value();
+}
+
+/* flush_expired(limit = 0): how many expired entries it removed. */
+static mrb_value cache_flush_expired(mrb_state *mrb, mrb_value self)
+{
+    mrb_int n = 0;
+    apr_size_t limit, removed = 0;
+    mm_op_t op;
+
+    mrb_get_args(mrb, "|i", &n);
+    limit = limit_of(mrb, n);
+    op_begin(mrb, self, "flush_expired", &op);
+    op_end(mrb, &op, mm_cache_flush_expired(op.c, limit, &removed));
+    return mrb_int_value(mrb, (mrb_int)removed);
+}
+
+/* capacity, free_space: bytes. */
+static mrb_value space(mrb_state *mrb, mrb_value self, int free_part)
+{
+    apr_uint64_t capacity = 0, free_bytes = 0;
+    mm_op_t op;
+
+    op_begin(mrb, self, free_part ? "free_space" : "capacity", &op);
+    op_end(mrb, &op, mm_cache_space(op.c, &capacity, &free_bytes));
+    return mrb_int_value(mrb, (mrb_int)(free_part ? free_bytes : capacity));
+}
+
+static mrb_value cache_capacity(mrb_state *mrb, mrb_value self)
+{
+    return space(mrb, self, 0);
+}
+
+static mrb_value cache_free_space(mrb_state *mrb, mrb_value self)
+{
+    return space(mrb, self, 1);
+}
+
 static mrb_value cache_name(mrb_state *mrb, mrb_value self)
 {
     return mrb_str_new_cstr(mrb, mm_cache_name(cache_of(mrb, self)));
@@ -329,13 +497,24 @@ void mm_cache_init(mrb_state *mrb)
     struct RClass *cache = mrb_define_class_under(mrb, mm_binding_apache(mrb), "Cache", mrb->object_class);
 
     MRB_SET_INSTANCE_TT(cache, MRB_TT_DATA);
-    mrb_define_class_under(mrb, cache, "Error", mrb->eStandardError_class);
+    struct RClass *error = mrb_define_class_under(mrb, cache, "Error", mrb->eStandardError_class);
+
+    mrb_define_class_under(mrb, cache, "Full", error);
     mrb_undef_class_method(mrb, cache, "new");
     mrb_define_class_method(mrb, cache, "__open", cache_open, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, cache, "get", cache_get, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, cache, "__set", cache_set, MRB_ARGS_REQ(3));
     mrb_define_method(mrb, cache, "delete", cache_delete, MRB_ARGS_REQ(1));
-    mrb_define_method(mrb, cache, "__incr", cache_incr, MRB_ARGS_REQ(3));
+    mrb_define_method(mrb, cache, "__add", cache_add, MRB_ARGS_REQ(3));
+    mrb_define_method(mrb, cache, "__replace", cache_replace, MRB_ARGS_REQ(3));
+    mrb_define_method(mrb, cache, "__incr", cache_incr, MRB_ARGS_REQ(4));
+    mrb_define_method(mrb, cache, "ttl", cache_ttl, MRB_ARGS_REQ(1));
+    mrb_define_method(mrb, cache, "__expire", cache_expire, MRB_ARGS_REQ(2));
+    mrb_define_method(mrb, cache, "keys", cache_keys, MRB_ARGS_OPT(1));
+    mrb_define_method(mrb, cache, "flush_all", cache_flush_all, MRB_ARGS_NONE());
+    mrb_define_method(mrb, cache, "flush_expired", cache_flush_expired, MRB_ARGS_OPT(1));
+    mrb_define_method(mrb, cache, "capacity", cache_capacity, MRB_ARGS_NONE());
+    mrb_define_method(mrb, cache, "free_space", cache_free_space, MRB_ARGS_NONE());
     mrb_define_method(mrb, cache, "synchronize", cache_synchronize, MRB_ARGS_REQ(1) | MRB_ARGS_BLOCK());
     mrb_define_method(mrb, cache, "name", cache_name, MRB_ARGS_NONE());
     mrb_define_method(mrb, cache, "max_value", cache_max_value, MRB_ARGS_NONE());

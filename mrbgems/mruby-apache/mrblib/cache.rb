@@ -1,6 +1,8 @@
 class Apache
   # A shared cache configured with mrubyCache (rb_cache.c has the C half:
-  # __open, get, __set, delete, __incr, synchronize, name, max_value).
+  # __open, get, __set, __add, __replace, delete, __incr, ttl, __expire,
+  # keys, flush_all, flush_expired, capacity, free_space, synchronize,
+  # name, max_value).
   # Apache::Cache[key] and the other class methods use the cache configured
   # without a name; Apache::Cache.named(:name) returns a named one.
   class Cache
@@ -39,12 +41,28 @@ class Apache
         default.fetch(key, ttl: ttl, &block)
       end
 
-      def incr(key, by = 1, ttl: nil)
-        default.incr(key, by, ttl: ttl)
+      def add(key, value, ttl: nil)
+        default.add(key, value, ttl: ttl)
       end
 
-      def decr(key, by = 1, ttl: nil)
-        default.decr(key, by, ttl: ttl)
+      def replace(key, value, ttl: nil)
+        default.replace(key, value, ttl: ttl)
+      end
+
+      def incr(key, by = 1, init: nil, ttl: nil)
+        default.incr(key, by, init: init, ttl: ttl)
+      end
+
+      def decr(key, by = 1, init: nil, ttl: nil)
+        default.decr(key, by, init: init, ttl: ttl)
+      end
+
+      def ttl(key)
+        default.ttl(key)
+      end
+
+      def expire(key, ttl)
+        default.expire(key, ttl)
       end
 
       def synchronize(key, &block)
@@ -69,6 +87,21 @@ class Apache
       __set(key, value, ttl)
     end
 
+    # Stores only when the key has no entry; whether it stored.
+    def add(key, value, ttl: nil)
+      __add(key, value, ttl)
+    end
+
+    # Stores only when the key has an entry; whether it stored.
+    def replace(key, value, ttl: nil)
+      __replace(key, value, ttl)
+    end
+
+    # A new lifetime for the entry (nil: none); whether there was one.
+    def expire(key, ttl)
+      __expire(key, ttl)
+    end
+
     # The value at key; when there is none, the block's value, stored with
     # ttl unless it is nil. Without a block, a missing key raises KeyError.
     # Two requests may both compute a missing value: wrap the call in
@@ -82,14 +115,14 @@ class Apache
       value
     end
 
-    # Adds by to the integer at key (0 when absent), atomically for every
-    # thread and process of this server; returns the new value.
-    def incr(key, by = 1, ttl: nil)
-      __incr(key, by, ttl)
+    # Adds by to the integer at key (init, else 0, when absent), atomically
+    # for every thread and process of this server; returns the new value.
+    def incr(key, by = 1, init: nil, ttl: nil)
+      __incr(key, by, init, ttl)
     end
 
-    def decr(key, by = 1, ttl: nil)
-      __incr(key, by.is_a?(Integer) ? -by : by, ttl)
+    def decr(key, by = 1, init: nil, ttl: nil)
+      __incr(key, by.is_a?(Integer) ? -by : by, init, ttl)
     end
 
     def inspect

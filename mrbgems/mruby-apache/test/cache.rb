@@ -35,10 +35,29 @@ class Apache::Cache
     !@h.delete(key.to_s).nil?
   end
 
-  def __incr(key, by, ttl)
+  def __add(key, value, ttl)
+    @calls << [:add, key, ttl]
+    return false if @h.key?(key.to_s)
+    @h[key.to_s] = value.dup
+    true
+  end
+
+  def __replace(key, value, ttl)
+    @calls << [:replace, key, ttl]
+    return false unless @h.key?(key.to_s)
+    @h[key.to_s] = value.dup
+    true
+  end
+
+  def __expire(key, ttl)
+    @calls << [:expire, key, ttl]
+    @h.key?(key.to_s)
+  end
+
+  def __incr(key, by, init, ttl)
     raise TypeError, 'by' unless by.is_a?(Integer)
-    @calls << [:incr, key, by, ttl]
-    n = @h.fetch(key.to_s, '0').to_i + by
+    @calls << [:incr, key, by, init, ttl]
+    n = @h.fetch(key.to_s, (init || 0).to_s).to_i + by
     @h[key.to_s] = n.to_s
     n
   end
@@ -96,9 +115,26 @@ assert('incr and decr') do
   c = Apache::Cache.named(:t5)
   assert_equal 1, c.incr('n')
   assert_equal 11, c.incr('n', 10, ttl: 60)
-  assert_equal [:incr, 'n', 10, 60], c.calls.last
+  assert_equal [:incr, 'n', 10, nil, 60], c.calls.last
   assert_equal 8, c.decr('n', 3)
   assert_raise(TypeError) { c.decr('n', 'x') }
+  assert_equal 105, c.incr('m', 5, init: 100)
+  assert_equal [:incr, 'm', 5, 100, nil], c.calls.last
+  assert_equal 95, c.decr('fresh', 5, init: 100)
+end
+
+assert('add, replace and expire pass their ttl and answer whether they did it') do
+  c = Apache::Cache.named(:t7)
+  assert_true c.add('a', 'first', ttl: 5)
+  assert_false c.add('a', 'second')
+  assert_equal 'first', c['a']
+  assert_true c.replace('a', 'third', ttl: 7)
+  assert_false c.replace('absent', 'x')
+  assert_equal 'third', c['a']
+  assert_true c.expire('a', 9)
+  assert_false c.expire('absent', nil)
+  assert_equal [[:add, 'a', 5], [:add, 'a', nil], [:replace, 'a', 7], [:replace, 'absent', nil],
+                [:expire, 'a', 9], [:expire, 'absent', nil]], c.calls
 end
 
 assert('class methods work on the default cache') do
@@ -110,6 +146,11 @@ assert('class methods work on the default cache') do
   assert_equal 'f', Apache::Cache.fetch('f', ttl: 3) { 'f' }
   assert_equal 2, Apache::Cache.incr('n', 2)
   assert_equal 1, Apache::Cache.decr('n')
+  assert_equal 12, Apache::Cache.incr('n2', 2, init: 10, ttl: 4)
+  assert_equal [:incr, 'n2', 2, 10, 4], Apache::Cache.default.calls.last
+  assert_true Apache::Cache.add('added', 'v')
+  assert_true Apache::Cache.replace('added', 'w')
+  assert_true Apache::Cache.expire('added', 3)
   assert_equal :done, Apache::Cache.synchronize('k') { :done }
   assert_true Apache::Cache.delete('top')
   assert_false Apache::Cache.delete('top')
