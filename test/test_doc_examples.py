@@ -410,8 +410,9 @@ def test_authz_provider(make_httpd, mpm):
 
 
 def test_cache(make_httpd, mpm):
-    """The default cache on shmcb, the named one on two memcached of the
-    test's (for 10.0.0.5 and 10.0.0.6), with its max-value."""
+    """The default cache on the shared dictionary, the named one on two
+    memcached of the test's (for 10.0.0.5 and 10.0.0.6), with its
+    max-value."""
     servers = [memcached_backend().start() for _ in range(2)]
     try:
         conf = adapt(directives_example("mrubyCache", index=0, count=2), RUN,
