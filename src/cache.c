@@ -21,7 +21,6 @@
  * wants ids of 4 bytes or more and picks a subcache by the first byte, so
  * keys that share a prefix still spread over all subcaches. */
 
-#include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -695,24 +694,6 @@ apr_status_t mm_cache_remove(mm_cache_t *c, server_rec *s, const char *key, apr_
     return rv;
 }
 
-/* The decimal integer in val[0..vlen), or MM_CACHE_ENOTINT. */
-static apr_status_t parse_int(const char *val, apr_size_t vlen, apr_int64_t *n)
-{
-    char digits[24], *end;
-
-    if (vlen == 0 || vlen >= sizeof digits || memchr(val, '\0', vlen)) {
-        return MM_CACHE_ENOTINT;
-    }
-    memcpy(digits, val, vlen);
-    digits[vlen] = '\0';
-    if (!(apr_isdigit(digits[0]) || (digits[0] == '-' && apr_isdigit(digits[1])))) {
-        return MM_CACHE_ENOTINT; /* no blanks or '+' */
-    }
-    errno = 0;
-    *n = apr_strtoi64(digits, &end, 10);
-    return (errno || *end) ? MM_CACHE_ENOTINT : APR_SUCCESS;
-}
-
 apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_size_t klen, apr_int64_t by,
                            apr_int64_t init, apr_interval_time_t ttl, apr_pool_t *p, apr_int64_t *result)
 {
@@ -731,7 +712,7 @@ apr_status_t mm_cache_incr(mm_cache_t *c, server_rec *s, const char *key, apr_si
     }
     rv = mm_cache_get(c, s, key, klen, p, &val, &vlen);
     if (rv == APR_SUCCESS) {
-        rv = parse_int(val, vlen, &n);
+        rv = mm_parse_counter_ok(val, vlen, &n) ? APR_SUCCESS : MM_CACHE_ENOTINT;
     } else if (APR_STATUS_IS_NOTFOUND(rv)) {
         rv = APR_SUCCESS;
     }

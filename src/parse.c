@@ -3,7 +3,9 @@
  * They stand alone so that the fuzzing harnesses can call them. */
 
 #include "apr_lib.h"
+#include "apr_strings.h"
 
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 
@@ -130,4 +132,21 @@ const char *mm_parse_response_header_refused(const char *name, const char *value
         }
     }
     return NULL;
+}
+
+int mm_parse_counter_ok(const char *val, apr_size_t len, apr_int64_t *n)
+{
+    char digits[24], *end;
+
+    if (len == 0 || len >= sizeof digits || memchr(val, '\0', len)) {
+        return 0;
+    }
+    memcpy(digits, val, len);
+    digits[len] = '\0';
+    if (!(apr_isdigit(digits[0]) || (digits[0] == '-' && apr_isdigit(digits[1])))) {
+        return 0;
+    }
+    errno = 0;
+    *n = apr_strtoi64(digits, &end, 10);
+    return errno == 0 && *end == '\0';
 }

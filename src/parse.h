@@ -38,4 +38,8 @@ int mm_parse_header_value_ok(const char *s, size_t len);
  * number (httpd puts the body's real length in its place: run.c). */
 const char *mm_parse_response_header_refused(const char *name, const char *value);
 
+/* A counter's value of len bytes: a decimal integer of 64 bits, digits
+ * with an optional '-' before them (no blanks, no '+'). */
+int mm_parse_counter_ok(const char *val, apr_size_t len, apr_int64_t *n);
+
 #endif

@@ -24,9 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apr_lib.h"
 #include "apr_strings.h"
 
+#include "parse.h"
 #include "shdict.h"
 
 struct mm_shdict {
@@ -387,24 +387,6 @@ apr_status_t mm_shdict_set(mm_shdict_t *d, const char *key, apr_size_t klen, con
     return change_entries(d, set_change, &c);
 }
 
-/* The decimal integer of a value: digits, with a '-' before them. */
-static apr_status_t parse_int(const char *val, apr_size_t vlen, apr_int64_t *n)
-{
-    char digits[24], *end;
-
-    if (vlen == 0 || vlen >= sizeof digits || memchr(val, '\0', vlen)) {
-        return MM_SHDICT_NOTINT;
-    }
-    memcpy(digits, val, vlen);
-    digits[vlen] = '\0';
-    if (!(apr_isdigit(digits[0]) || (digits[0] == '-' && apr_isdigit(digits[1])))) {
-        return MM_SHDICT_NOTINT;
-    }
-    errno = 0;
-    *n = apr_strtoi64(digits, &end, 10);
-    return (errno || *end) ? MM_SHDICT_NOTINT : APR_SUCCESS;
-}
-
 static apr_status_t incr_change(mm_shdict_t *d, MDB_txn *txn, void *arg, apr_time_t now)
 {
     change_t *c = arg;
@@ -420,8 +402,8 @@ static apr_status_t incr_change(mm_shdict_t *d, MDB_txn *txn, void *arg, apr_tim
         return rv;
     }
     if (found) {
-        if ((rv = parse_int((char *)v.mv_data + HEAD, v.mv_size - HEAD, &n)) != APR_SUCCESS) {
-            return rv;
+        if (!mm_parse_counter_ok((char *)v.mv_data + HEAD, v.mv_size - HEAD, &n)) {
+            return MM_SHDICT_NOTINT;
         }
         if (expiry == 0) {
             expiry = expiry_of(&v);
