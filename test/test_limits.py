@@ -15,7 +15,12 @@ import time
 import pytest
 
 import procs
-from httpd import PRELOAD, SINGLE_WORKER, measures_memory, module_httpd
+from httpd import PRELOAD, SINGLE_WORKER, VALGRIND, measures_memory, module_httpd
+
+# How soon a script out of time answers: well under its timeout's multiple
+# normally; under valgrind (script/check-valgrind) the server runs some 50
+# times slower, and only memory errors are the point there.
+STOPPED_WITHIN = 50 if VALGRIND else 5
 
 HOOKED = os.environ.get("MM_MRUBY_MODE") == "source"
 needs_hook = pytest.mark.skipif(not HOOKED, reason="needs libmruby with MRB_USE_DEBUG_HOOK (source build)")
@@ -382,7 +387,7 @@ def test_timeout_stops_a_runaway_script(make_httpd, mpm):
     start = time.monotonic()
     r = srv.get("/spin")
     assert r.status == 503
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < STOPPED_WITHIN
     line = srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")[-1]
     assert "ran longer than mrubyTimeout" in line
     assert "%s:" % srv.conf_path in line  # where it was stopped
@@ -411,11 +416,11 @@ def test_timeout_of_a_script_that_removed_the_apache_constant(make_httpd, mpm):
     srv = make_httpd("timeout-noapache", mpm, TIMEOUT_BODY, mpm_conf=SINGLE_WORKER[mpm]).start()
     start = time.monotonic()
     assert srv.get("/no_apache_spin", timeout=15).status == 503  # not rescued
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < STOPPED_WITHIN
     srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")
     start = time.monotonic()
     assert srv.get("/no_apache_stubborn", timeout=15).status == 503
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < STOPPED_WITHIN
     srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on: stopped, and its VM replaced")
     r = srv.get("/quick")
     assert (r.status, r.body) == (200, b"49995000 1")  # a new VM, with Apache
@@ -518,7 +523,7 @@ def test_timeout_of_a_run_that_a_nested_run_outlived(make_httpd, mpm):
         srv.get("/nested", timeout=15)
     except http.client.IncompleteRead:
         pass  # stopped after its first 9000 bytes went out: the body is cut short
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < STOPPED_WITHIN
     srv.wait_log(r"MRB00030: Handler script .* raised Apache::Timeout")
     assert not srv.log_lines(r"MRB00030: OutputFilter")  # the filter ran within its time
     r = srv.get("/quick")
@@ -605,7 +610,8 @@ def test_files_a_script_never_closes_do_not_exhaust_descriptors(make_httpd, mpm)
     srv.start()
     assert srv.ok("/held").text == "ok ok ok"
     res = procs.ab("http://127.0.0.1:%d/leak" % srv.port, 3000, 8)
-    fds = {pid: procs.open_fds(pid) for pid in procs.children(srv.pid)}
+    # the children's, or apache2 -X's own (under valgrind)
+    fds = {pid: procs.open_fds(pid) for pid in procs.children(srv.pid) or [srv.pid]}
     assert (res["complete"], res["failed"], res["non2xx"]) == (3000, 0, 0), (res["output"], fds)
     assert max(fds.values()) < 512, fds
     # files the script still holds are never closed for it
