@@ -47,10 +47,15 @@ VALGRIND_ERRORS = re.compile(r"Invalid (read|write|free)|Mismatched free|Jump to
                              r"points to unaddressable|Source and destination overlap")
 
 
+# script/check-gcstress: libmruby collects before every allocation, so a
+# run that allocates a million objects takes minutes; tests that only need
+# volume make less of it there, and memory is not measured.
+GC_STRESS = os.environ.get("MM_GC_STRESS") == "1"
+
 # Resident memory means little under ASan (freed memory waits in its
 # quarantine) or valgrind: tests that bound it skip those bounds there.
-measures_memory = pytest.mark.skipif(bool(PRELOAD) or VALGRIND,
-                                     reason="memory is not measured under sanitizers or valgrind")
+measures_memory = pytest.mark.skipif(bool(PRELOAD) or VALGRIND or GC_STRESS,
+                                     reason="memory is not measured under sanitizers, valgrind or GC stress")
 
 # Under valgrind a server is one process (apache2 -X), which has no
 # graceful restart: tests made of restarts skip there.
