@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import system_apache
 from httpd import SINGLE_WORKER
 from recipes import recipe_httpd, server_root
 
@@ -183,6 +184,14 @@ def test_key_rotation(srv):
         time.sleep(REFRESH)
 
 
+# The tests below use a second server of the recipe beside the first; the
+# system Apache of script/test-deb is one server at a time, so they run on
+# the test servers only.
+second_server = pytest.mark.skipif(system_apache.enabled(),
+                                   reason="a second server beside the first: not with the one system Apache")
+
+
+@second_server
 def test_no_key_at_all_denies(_one):
     """The file as the recipe ships it has no key: a cookie to check makes
     the request fail (500, logged), nobody gets in."""
@@ -191,6 +200,7 @@ def test_no_key_at_all_denies(_one):
     _one.wait_log(r"session-keys\.txt has no key: add one \(the file says how\)")
 
 
+@second_server
 def test_keys_file_without_a_key(one):
     """A file left with no valid key: the keys read before stay in use,
     and the log says why."""
