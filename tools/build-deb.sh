@@ -16,7 +16,7 @@ mruby_mode=$2
 mruby_lib=$3
 
 pkg=libapache2-mod-mruby
-version=$(sed -n 's/^#define MM_MODULE_VERSION "\(.*\)"/\1/p' src/mod_mruby.h)
+version=$(sed -n 's/^#define MM_MODULE_VERSION "\(.*\)"/\1/p' src/module/mod_mruby.h)
 arch=$(dpkg --print-architecture)
 maintainer=${DEB_MAINTAINER:-mod_mruby developers <dev@mod-mruby.invalid>}
 stage=build/deb
