@@ -279,7 +279,10 @@ class Httpd:
 
     def command(self):
         if VALGRIND:
+            # --fair-sched: a thread spinning in a script would otherwise
+            # keep valgrind's lock from the timeout watchdog for minutes.
             return ["valgrind", "--quiet", "--vgdb=no", "--error-limit=no", "--num-callers=40",
+                    "--fair-sched=yes",
                     "--log-file=%s/valgrind.%%p" % self.sanitizer_dir, HTTPD, "-f", self.conf_path, "-X"]
         return [HTTPD, "-f", self.conf_path, "-DFOREGROUND"]
 

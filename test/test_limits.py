@@ -483,7 +483,11 @@ def test_many_runs_with_timeouts_under_concurrency(make_httpd, mpm):
     def client(n):
         for i in range(30):
             for path, want in (("/spin", 503), ("/quick", 200), ("/free", 200), ("/quick", 200)):
-                r = srv.get(path)
+                try:
+                    r = srv.get(path)
+                except OSError as e:
+                    failures.append((path, repr(e)))
+                    continue
                 if r.status != want or (want == 200 and r.body != b"44850"):
                     failures.append((path, r.status, r.body[:100]))
 
