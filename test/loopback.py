@@ -5,13 +5,39 @@ bench/server.py; imports nothing outside the standard library."""
 import grp
 import os
 import pwd
+import random
 import socket
 
 
+# Ports are taken below the kernel's ephemeral range (32768 and up on
+# Debian), where no client connection of a test can hold them, each
+# process of a parallel run (pytest-xdist's PYTEST_XDIST_WORKER=gwN) from
+# a block of its own, in turn, from a random place (runs of other
+# checkouts may share the machine): two servers started at once never draw
+# the same port, and a port is not drawn again until the block has wrapped.
+PORTS_FROM = 10000
+PORTS_PER_PROCESS = 1500
+_next_port = [random.randrange(PORTS_PER_PROCESS)]
+
+
+def _port_block():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return PORTS_FROM + (index % 14) * PORTS_PER_PROCESS
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    base = _port_block()
+    for _ in range(PORTS_PER_PROCESS):
+        port = base + _next_port[0] % PORTS_PER_PROCESS
+        _next_port[0] += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or a closed connection's TIME_WAIT
+            return port
+    raise RuntimeError("no free loopback port in %d..%d" % (base, base + PORTS_PER_PROCESS - 1))
 
 
 def run_user():

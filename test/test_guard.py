@@ -4,7 +4,7 @@ it in a C loop no timeout reaches): objects made but never initialized
 with #initialize_copy redefined), helpers of mruby-io and mruby-socket
 that trust their arguments, Array#* of an empty Array, Float#<< by 2**62. Found by calling the
 core classes' methods with odd receivers and arguments; closed in every VM
-by src/guard.c. Each runs in the one worker of the server, twice: the
+by src/core/guard.c. Each runs in the one worker of the server, twice: the
 answer is an exception or a sane result, and the same process and VM go on
 serving (the error log is checked for crashes when the server stops)."""
 
