@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "json.h"
 #include "mod_mruby.h"
 #include "parse.h"
@@ -58,6 +59,32 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_code_guard_eval,
 };
 /* clang-format on */
+
+/* What classes do when a run leaves the VM, or is stopped hard. */
+static void (*const on_leave[])(mm_vm_t *) = {
+    mm_regexp_forget,
+};
+static void (*const on_stop[])(mm_run_t *) = {
+    mm_cache_release_held,
+};
+
+void mm_binding_leave(mm_vm_t *vm)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof on_leave / sizeof on_leave[0]; i++) {
+        on_leave[i](vm);
+    }
+}
+
+void mm_binding_stopped(mm_run_t *run)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof on_stop / sizeof on_stop[0]; i++) {
+        on_stop[i](run);
+    }
+}
 
 void mm_binding_init(mrb_state *mrb)
 {

@@ -1,4 +1,5 @@
-/* run.c: the one harness every phase runs through.
+/* run.c: the one harness every phase runs through (output.c buffers what
+ * scripts write, fiber.c runs their code directly or in a fiber).
  *
  * run_one takes the thread's VM, installs a run record (how the
  * C methods reach the request: mrb->ud -> vm -> run), loads the script,
@@ -25,6 +26,8 @@
 #include "binding.h"
 #include "config.h"
 #include "error.h"
+#include "fiber.h"
+#include "output.h"
 
 #include "suspend.h"
 #include "timeout.h"
@@ -32,143 +35,6 @@
 #include "run.h"
 
 APLOG_USE_MODULE(mruby);
-
-/* The largest first write copied into a bucket of its own size. */
-#define MM_FIRST_WRITE_MAX 1024
-
-/* The response output of one request, kept in r->request_config. */
-typedef struct {
-    apr_bucket_brigade *out; /* output not yet passed down (r->pool) */
-    apr_bucket *first;       /* the first write's bucket, while last in out */
-    int flushed;             /* some output already went down the filter chain */
-} mm_response_t;
-
-static mm_response_t *response_of(request_rec *r)
-{
-    return ap_get_module_config(r->request_config, &mruby_module);
-}
-
-static apr_status_t flush_out(apr_bucket_brigade *bb, void *ctx)
-{
-    request_rec *r = ctx;
-    apr_status_t rv;
-
-    /* The body's length is httpd's to tell (from the body in one piece, or
-     * by chunks): a script's Content-Length that did not match what it
-     * wrote made the client take the rest for the next response. */
-    if (!response_of(r)->flushed) {
-        apr_table_unset(r->headers_out, "Content-Length");
-        apr_table_unset(r->err_headers_out, "Content-Length");
-    }
-    rv = ap_pass_brigade(r->output_filters, bb);
-
-    apr_brigade_cleanup(bb);
-    response_of(r)->flushed = 1;
-    response_of(r)->first = NULL;
-    return rv;
-}
-
-/* An empty 8 KB buffer bucket at the end of bb, which apr_brigade_write
- * then fills. */
-static void add_buffer(apr_bucket_brigade *bb)
-{
-    char *buf = apr_bucket_alloc(APR_BUCKET_BUFF_SIZE, bb->bucket_alloc);
-    apr_bucket *e = apr_bucket_heap_create(buf, APR_BUCKET_BUFF_SIZE, apr_bucket_free, bb->bucket_alloc);
-
-    e->length = 0;
-    APR_BRIGADE_INSERT_TAIL(bb, e);
-}
-
-apr_status_t mm_run_write(request_rec *r, const char *data, apr_size_t len)
-{
-    mm_response_t *resp = response_of(r);
-
-    if (r->eos_sent) {
-        return APR_EOF; /* the response is complete (e.g. LogTransaction) */
-    }
-    if (r->connection->aborted) {
-        return APR_ECONNABORTED; /* the client is gone: nobody reads it */
-    }
-    if (resp == NULL) {
-        resp = apr_pcalloc(r->pool, sizeof *resp);
-        resp->out = apr_brigade_create(r->pool, r->connection->bucket_alloc);
-        ap_set_module_config(r->request_config, &mruby_module, resp);
-    }
-    /* The first write of a response, when small, is copied into a bucket of
-     * its own size: most responses are one write, and an 8 KB buffer for a
-     * few bytes costs more than the copy. */
-    if (len > 0 && len <= MM_FIRST_WRITE_MAX && APR_BRIGADE_EMPTY(resp->out) && !resp->flushed) {
-        resp->first = apr_bucket_heap_create(data, len, NULL, resp->out->bucket_alloc);
-        APR_BRIGADE_INSERT_TAIL(resp->out, resp->first);
-        return APR_SUCCESS;
-    }
-    /* Other small writes are copied into 8 KB heap buckets; once one is
-     * full, or for a large write (passed as a transient bucket, which the
-     * filters set aside if they keep it), the brigade goes down the chain.
-     * apr_brigade_write takes a full heap bucket at the end for a full
-     * buffer and flushes: the first write's bucket is full but small, so a
-     * buffer is added after it. */
-    if (resp->first && APR_BRIGADE_LAST(resp->out) == resp->first && len <= APR_BUCKET_BUFF_SIZE) {
-        add_buffer(resp->out);
-    }
-    resp->first = NULL;
-    return apr_brigade_write(resp->out, flush_out, r, data, len);
-}
-
-static int has_output(request_rec *r)
-{
-    mm_response_t *resp = response_of(r);
-
-    return resp && (resp->flushed || !APR_BRIGADE_EMPTY(resp->out));
-}
-
-static int was_flushed(request_rec *r)
-{
-    mm_response_t *resp = response_of(r);
-
-    return resp && resp->flushed;
-}
-
-/* Whether the response has begun: output went down the chain, and httpd
- * sent the headers with it (sent_bodyct). Output passed down may still be
- * held by a filter that buffers (an output filter in buffer mode,
- * DEFLATE): until the headers went out, the status can still change, and
- * the request be answered otherwise (an error page, an internal redirect,
- * which leaves this request's filters and what they hold behind). */
-static int response_began(request_rec *r)
-{
-    return was_flushed(r) && r->sent_bodyct;
-}
-
-/* Passes what is buffered down the chain, followed by EOS if eos. */
-static void pass_output(request_rec *r, int eos)
-{
-    mm_response_t *resp = response_of(r);
-
-    if (resp == NULL || (!eos && APR_BRIGADE_EMPTY(resp->out))) {
-        return;
-    }
-    if (eos) {
-        APR_BRIGADE_INSERT_TAIL(resp->out, apr_bucket_eos_create(r->connection->bucket_alloc));
-    }
-    flush_out(resp->out, r);
-}
-
-static void drop_output(request_rec *r)
-{
-    mm_response_t *resp = response_of(r);
-
-    if (resp) {
-        apr_brigade_cleanup(resp->out);
-        resp->first = NULL;
-    }
-}
-
-int mm_run_discard_output(request_rec *r)
-{
-    drop_output(r);
-    return response_began(r);
-}
 
 /* The script raised. Nothing has been sent yet: the phase's error result
  * (httpd then sends its error page, so ErrorDocument applies). Part of the
@@ -181,8 +47,8 @@ static int result_of_exception(mm_run_t *run, mrb_value exc)
     if (run->r == NULL || (run->kind->flags & MM_KIND_OWN_RESULT)) {
         return run->kind->error_result;
     }
-    drop_output(run->r);
-    if (response_began(run->r) && !run->r->eos_sent) {
+    mm_output_drop(run->r);
+    if (mm_output_began(run->r) && !run->r->eos_sent) {
         run->r->connection->keepalive = AP_CONN_CLOSE;
         run->r->connection->aborted = 1;
         return DONE;
@@ -198,7 +64,7 @@ static int result_of_exception(mm_run_t *run, mrb_value exc)
 static int forced_result(mm_run_t *run)
 {
     if (run->r) {
-        drop_output(run->r);
+        mm_output_drop(run->r);
     }
     return run->forced;
 }
@@ -246,7 +112,7 @@ static int result_of_return(mm_run_t *run)
     } else if (st == DECLINED || st == DONE) {
         result = st;
     } else if (st >= 100 && st <= 599) {
-        if (r && (run->kind->flags & MM_KIND_CONTENT) && has_output(r)) {
+        if (r && (run->kind->flags & MM_KIND_CONTENT) && mm_output_pending(r)) {
             /* The script wrote a body and then named the status: it is the
              * response's status, the body its content. */
             r->status = st;
@@ -257,7 +123,7 @@ static int result_of_return(mm_run_t *run)
     } else {
         log_bad_return(run);
         if (r) {
-            drop_output(r);
+            mm_output_drop(r);
         }
         return ph->error_result;
     }
@@ -268,12 +134,12 @@ static int result_of_return(mm_run_t *run)
         /* The response's output waits for the end of the phase
          * (end_response), to go down with EOS. */
         if (result != OK && result != DONE) {
-            drop_output(r); /* an error page or another handler answers */
+            mm_output_drop(r); /* an error page or another handler answers */
         }
     } else if (result == OK || result == DONE || result == DECLINED) {
-        pass_output(r, 0);
+        mm_output_pass(r, 0);
     } else {
-        drop_output(r);
+        mm_output_drop(r);
     }
     return result;
 }
@@ -290,165 +156,6 @@ static void log_load_error(mm_run_t *run, apr_pool_t *p, const char *err)
     }
 }
 
-/* ------------------------------------------------------- executing */
-
-/* The three ways into a script, each a body for mrb_protect_error. */
-
-/* mruby's CINFO_RESUMED (private to its vm.c and fiber.c): a frame whose
- * context resumed a fiber from C. */
-#define MM_CINFO_RESUMED 3
-
-/* The harness resumes a script's fiber from C, on the root context's first
- * frame. A fiber that goes back to a context not resumed from C expects to
- * find it in a Ruby call of Fiber#resume or #transfer, and goes on with the
- * caller's frame, the one below: the root context's first frame has none,
- * and the child crashed when a fiber the script had started with #transfer
- * yielded, or when the script transferred to the root fiber (kept with
- * Fiber.current by a script run directly). Marked as resumed from C, the
- * frame makes mruby give control back to the harness, as a sleep does; the
- * script left its fiber otherwise than by sleeping: a 500 (execute). */
-static void resume_from_root(mrb_state *mrb, mrb_value fiber)
-{
-    mrb->root_c->ci->cci = MM_CINFO_RESUMED;
-    mrb_fiber_resume(mrb, fiber, 0, NULL);
-}
-
-/* Each body first notes its catch point, the one mrb_protect_error set up:
- * where a hard stop (timeout.c) jumps to. */
-static mrb_value run_direct(mrb_state *mrb, void *proc)
-{
-    mm_vm_of(mrb)->run->escape = mrb->jmp;
-    /* Nested in a C method (a filter under Apache.rputs, whose output goes
-     * down the chain): mrb_top_run would start the script's registers on
-     * the method's own and clear them, its arguments with them (the String
-     * being written, which the GC then frees). Yielding puts the script's
-     * frame above the method's. */
-    if (mrb->c->ci != mrb->c->cibase) {
-        return mrb_yield_with_class(mrb, mrb_obj_value((struct RProc *)proc), 0, NULL, mrb_top_self(mrb),
-                                    mrb->object_class);
-    }
-    return mrb_top_run(mrb, proc, mrb_top_self(mrb), 0);
-}
-
-/* A script that may sleep runs in a fiber, made from the script's block
- * (mm_code_fiber_block): Fiber.new's work without the method call, which
- * costs as much as the fiber. The fiber is what the body returns, so
- * mrb_protect_error keeps it in the GC arena. */
-static mrb_value run_in_fiber(mrb_state *mrb, void *unused)
-{
-    mm_run_t *run = mm_vm_of(mrb)->run;
-    struct RProc *block = mm_code_fiber_block(run->vm, run->loaded);
-    struct RBasic *fiber = mrb_obj_alloc(mrb, MRB_TT_FIBER, run->vm->fiber_class);
-    struct mrb_context *cxt;
-
-    run->escape = mrb->jmp;
-    run->fiber = mrb_obj_value(fiber);
-    mrb_funcall_with_block(mrb, run->fiber, run->vm->sym_initialize, 0, NULL, mrb_obj_value(block));
-    /* initialize is looked up like any method: a script may have redefined
-     * it (in any phase; it lasts as long as the VM), and one that does not
-     * give the block to mruby's own leaves the fiber without a context, or
-     * running something else. Nothing can be run in such a fiber, nor in
-     * the fibers of the VM's later runs: it is replaced. */
-    cxt = ((struct RFiber *)fiber)->cxt;
-    if (cxt == NULL || cxt->status != MRB_FIBER_CREATED || cxt->cibase->proc != block) {
-        run->vm->retire = 1;
-        mrb_raise(mrb, E_RUNTIME_ERROR,
-                  "Fiber#initialize was redefined: a script that may sleep cannot run in a fiber of this VM, "
-                  "which is replaced");
-    }
-    /* Fiber#initialize leaves the fiber's first frame without a target
-     * class (it sets one only over an existing value): `def` would fail,
-     * and the VM takes a frame without one for a frame whose fiber was
-     * switched, so a C method's return would look like a yield. The
-     * script's top level defines into Object. */
-    cxt->cibase->u.target_class = mrb->object_class;
-    mm_vm_fiber_room(mrb, cxt, block->body.irep->nregs);
-    resume_from_root(mrb, run->fiber);
-
-    return run->fiber;
-}
-
-/* The variables of a script's top level that blocks captured stay on the
- * stack of the frame it ran in: mruby moves a frame's variables off the
- * stack when it pops the frame, but a script runs in a first frame, which
- * is never popped (the VM's root frame, or an ended fiber's). Left there,
- * a block a script kept (in a global, a constant, a method it defined)
- * would see the variables of whatever script next runs in that frame, and
- * an ended fiber would stay alive for them. So when a run ends, they are
- * moved into the block's own memory, and the frame forgets them; 0 when
- * out of memory. */
-static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
-{
-    struct REnv *env = mrb_vm_ci_env(c->cibase);
-    mrb_int len;
-    mrb_value *copy;
-
-    if (env == NULL) {
-        return 1;
-    }
-    if (MRB_ENV_ONSTACK_P(env)) {
-        len = MRB_ENV_LEN(env);
-        copy = mrb_malloc_simple(mrb, sizeof(mrb_value) * (len > 0 ? len : 1));
-        if (copy == NULL) {
-            return 0;
-        }
-        memcpy(copy, env->stack, sizeof(mrb_value) * len);
-        env->stack = copy;
-        MRB_ENV_CLOSE(env);
-        mrb_write_barrier(mrb, (struct RBasic *)env);
-    }
-    c->cibase->u.target_class = mrb->object_class;
-    return 1;
-}
-
-/* A fiber that has ended gives back its context (stack and call frames)
- * at once. That memory is malloc'd, which the GC does not count: left to
- * the GC, the contexts of finished runs pile up between collections,
- * hundreds of KB per VM under load. A run can also end with its fiber
- * left in the middle: an exception out of a fiber the script had started
- * with #transfer ends the run, not the script's fiber. That one is held
- * (hold_fiber, below) for good: a script of a later request that kept it
- * would run the rest of the old script in its own request with #transfer,
- * and its own script would end there. */
-static void release_fiber(mm_run_t *run)
-{
-    mrb_state *mrb = run->vm->mrb;
-    struct RFiber *f;
-
-    if (mrb_nil_p(run->fiber)) {
-        return;
-    }
-    f = (struct RFiber *)mrb_obj_ptr(run->fiber);
-    if (f->cxt && f->cxt->status != MRB_FIBER_TERMINATED) {
-        f->cxt->status = MRB_FIBER_RESUMED;
-    } else if (f->cxt && f->cxt != mrb->c && close_first_frame(mrb, f->cxt)) {
-        mrb_free_context(mrb, f->cxt);
-        f->cxt = NULL;
-    }
-}
-
-/* A script's fiber that stopped in the middle (asleep, or it yielded it
- * itself) is the harness's to resume, nobody else's: a script of another
- * request that kept it (Fiber.current in a global) and resumed it would
- * run the rest of the sleeper in its own run, and the child crashed when
- * the sleeper woke. Marked as resumed (as it is, by the harness), it is
- * refused by Fiber#resume and #transfer ("double resume"). */
-static void hold_fiber(mm_run_t *run)
-{
-    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_RESUMED;
-}
-
-static mrb_value run_resume(mrb_state *mrb, void *ud)
-
-{
-    mm_run_t *run = ud;
-
-    run->escape = mrb->jmp;
-    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_SUSPENDED;
-    resume_from_root(mrb, run->fiber);
-    return run->fiber;
-}
-
 /* An Apache::HTTPError out of a script whose request body httpd refused
  * (an input filter's refusal, a chunked body over LimitRequestBody) tells
  * of what was logged where it happened, and answered already: no fault of
@@ -459,30 +166,6 @@ static int exception_level(mm_run_t *run, mrb_value exc)
         return APLOG_INFO;
     }
     return APLOG_ERR;
-}
-
-static int is_sleeping(mm_run_t *run)
-{
-    return !mrb_nil_p(run->fiber) && mrb_test(mrb_fiber_alive_p(run->vm->mrb, run->fiber));
-}
-
-/* A fiber that switches back to the context it came from leaves marks on
- * that context's frame: no target class (how mruby's VM tells a return from
- * a method that switched contexts), and, for a fiber resumed from C, a
- * frame resumed from C (resume_from_root sets that one too). The harness
- * resumes a script's fiber on the root context's first frame, where later
- * scripts run directly: the marks a sleep left there made their top-level
- * `def` and `class` raise ("no target class or module") and their
- * Fiber#transfer too ("can't cross C function boundary"), for the rest of
- * the VM's life. They are cleared whenever the fiber gives control back. */
-static void clear_root_frame(mrb_state *mrb)
-{
-    mrb_callinfo *ci = mrb->root_c->ci;
-
-    ci->cci = 0; /* mruby's CINFO_NONE: an ordinary frame */
-    if (mrb_vm_ci_env(ci) == NULL) {
-        ci->u.target_class = mrb->object_class;
-    }
 }
 
 /* Executes (or resumes) the script until it ends or sleeps, and returns the
@@ -502,7 +185,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         exc = mrb_protect_error(mrb, body, arg, &raised);
         timed_out = mm_timeout_disarm(run, &outer_timer);
         if (!mrb_nil_p(run->fiber)) {
-            clear_root_frame(mrb);
+            mm_fiber_clear_root_frame(mrb);
         }
         /* At top level an uncaught exception comes back in mrb->exc; in a
          * nested run (a subrequest made by a script) it is thrown to us.
@@ -525,7 +208,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
                 run->vm->stopped = 0;
                 mrb->c = mrb->root_c;
                 run->fiber = mrb_nil_value();
-                mm_cache_release_held(run);
+                mm_binding_stopped(run);
                 ap_log_error(APLOG_MARK, APLOG_WARNING, 0, run->s,
                              MM_LOGNO(00063) "%s script %s rescued Apache::Timeout and went on: stopped, "
                                              "and its VM replaced",
@@ -540,10 +223,10 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
                        ? HTTP_SERVICE_UNAVAILABLE
                        : result;
         }
-        if (!is_sleeping(run)) {
+        if (!mm_fiber_is_sleeping(run)) {
             return run->forced != MM_STATUS_UNSET ? forced_result(run) : result_of_return(run);
         }
-        hold_fiber(run);
+        mm_fiber_hold(run);
         if (run->sleep < 0) {
             ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, run->r,
                           MM_LOGNO(00060) "%s script %s left its fiber (Fiber.yield, Fiber#transfer): "
@@ -555,7 +238,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
             return SUSPENDED;
         }
         apr_sleep(run->sleep); /* httpd would not call us back: sleep here */
-        body = run_resume;
+        body = mm_fiber_resume;
         arg = run;
     }
 }
@@ -617,7 +300,7 @@ static void restore_gc(mm_vm_t *vm)
  * run, another client's, must not find. */
 static void leave_vm(mm_vm_t *vm)
 {
-    mm_regexp_forget(vm);
+    mm_binding_leave(vm);
     restore_shared_errors(vm);
     restore_gc(vm);
     mm_vm_collect_big_garbage(vm);
@@ -666,15 +349,15 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     } else if (run.loaded->may_suspend && mm_suspend_possible(&run)) {
         mm_slot_t rest = slot ? *slot : (mm_slot_t){NULL, 0, DECLINED};
 
-        result = execute(&run, run_in_fiber, NULL, &rest);
+        result = execute(&run, mm_fiber_run_in, NULL, &rest);
         if (result != SUSPENDED) {
-            release_fiber(&run);
+            mm_fiber_release(&run);
         }
 
     } else {
-        result = execute(&run, run_direct, run.loaded->proc, NULL);
+        result = execute(&run, mm_fiber_run_direct, run.loaded->proc, NULL);
         if (run.outer == NULL && mrb->c == mrb->root_c) {
-            close_first_frame(mrb, mrb->root_c);
+            mm_fiber_close_first_frame(mrb, mrb->root_c);
         }
     }
     mrb_gc_arena_restore(mrb, ai);
@@ -690,8 +373,8 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
 /* A content phase is done: its output goes down with EOS. */
 static int end_response(request_rec *r, int result)
 {
-    if ((result == OK || result == DONE) && has_output(r)) {
-        pass_output(r, 1);
+    if ((result == OK || result == DONE) && mm_output_pending(r)) {
+        mm_output_pass(r, 1);
     }
     return result;
 }
@@ -760,9 +443,9 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
 
     run->outer = NULL; /* whoever held the VM when the script fell asleep is gone */
     vm->run = run;
-    result = execute(run, run_resume, run, slot);
+    result = execute(run, mm_fiber_resume, run, slot);
     if (result != SUSPENDED) {
-        release_fiber(run);
+        mm_fiber_release(run);
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;

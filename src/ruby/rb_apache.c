@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "mod_mruby.h"
 
 /* Apache.rputs(obj): writes obj.to_s to the response, byte for byte. */

@@ -9,6 +9,7 @@
 #include <mruby/class.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "suspend.h"
 
 /* A fiber cannot be yielded across a C frame (a block called from a method

@@ -12,6 +12,7 @@
 
 #include "auth.h"
 #include "binding.h"
+#include "classes.h"
 
 static const mm_kind_class_t authn_class = {"AuthnProvider", "authn provider scripts", &mm_authn_basic_kind,
                                             &mm_authn_digest_kind};

@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "binding.h"
+#include "classes.h"
 
 static const mm_kind_class_t authz_class = {"AuthzProvider", "authz provider scripts", &mm_authz_kind,
                                             &mm_authz_kind};

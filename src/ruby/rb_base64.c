@@ -10,6 +10,7 @@
 
 #include "base64.h"
 #include "binding.h"
+#include "classes.h"
 
 static mrb_value encode(mrb_state *mrb, mrb_value data, int flags)
 {

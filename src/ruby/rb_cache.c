@@ -20,6 +20,7 @@
 #include <mruby/string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "cache.h"
 #include "shdict.h"
 #include "vm.h"

@@ -10,6 +10,7 @@
 #include <mruby/string.h>
 
 #include "binding.h"
+#include "classes.h"
 
 static conn_rec *conn_of(mrb_state *mrb, mrb_value self)
 {

@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "crypto.h"
 
 static void ctx_free(mrb_state *mrb, void *p)

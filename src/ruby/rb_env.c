@@ -17,6 +17,8 @@
 #include <mruby/string.h>
 #include <mruby/variable.h>
 
+#include "classes.h"
+
 extern char **environ;
 
 /* The name as a C string; ArgumentError for a NUL in it, as CRuby. */

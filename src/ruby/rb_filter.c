@@ -15,6 +15,7 @@
 #include <mruby/string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "filter.h"
 
 static const mm_kind_class_t filter_class = {"Filter", "filter scripts", &mm_filter_out_kind,

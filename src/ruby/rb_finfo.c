@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "binding.h"
+#include "classes.h"
 
 typedef enum {
     FI_PERMISSION,

@@ -13,6 +13,7 @@
 #include <mruby/string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "body.h"
 #include "config.h"
 #include "mod_mruby.h"

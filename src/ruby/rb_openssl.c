@@ -13,6 +13,7 @@
 #include <openssl/hmac.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "crypto.h"
 
 /* OpenSSL::HMAC.digest(name, key, data), .hexdigest, .base64digest: name

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "config.h"
 #include "mod_mruby.h"
 

@@ -14,6 +14,7 @@
 #include <mruby/string.h>
 #include <openssl/pem.h>
 
+#include "classes.h"
 #include "crypto.h"
 #include "pkey.h"
 

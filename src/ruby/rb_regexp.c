@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "vm.h"
 
 /* Ruby's option bits. */

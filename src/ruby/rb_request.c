@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 
 /* A string field's rules. */
 #define MM_F_NULLABLE 1 /* may be set to nil */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "binding.h"
+#include "classes.h"
 
 static const char *const state_names[SERVER_NUM_STATUS] = {
 #define MM_CONST(name) [name] = #name,

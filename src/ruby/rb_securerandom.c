@@ -14,6 +14,7 @@
 
 #include "base64.h"
 #include "binding.h"
+#include "classes.h"
 #include "crypto.h"
 
 /* The most bytes one call makes: more is a mistake, not a key. */

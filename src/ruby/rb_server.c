@@ -16,6 +16,7 @@
 #include <mruby/string.h>
 
 #include "binding.h"
+#include "classes.h"
 
 typedef enum { MM_SV_STR, MM_SV_INT, MM_SV_UINT, MM_SV_CHAR, MM_SV_PORT, MM_SV_TIME } mm_sv_type_e;
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "parse.h"
 
 typedef struct {

@@ -1,0 +1,44 @@
+/* classes.h: the Ruby classes (src/ruby/), as the core's binding.c lists
+ * them: each file's init function, and what some of them do when a run
+ * leaves its VM. The core knows them only through those lists. */
+#ifndef MM_CLASSES_H
+#define MM_CLASSES_H
+
+#include <mruby.h>
+
+#include "run.h"
+
+/* One init function per class file (binding.c calls them in order). */
+void mm_apache_init(mrb_state *mrb);     /* rb_apache.c: Apache */
+void mm_table_init(mrb_state *mrb);      /* rb_table.c: Apache::Headers_in, ... */
+void mm_request_init(mrb_state *mrb);    /* rb_request.c: Apache::Request */
+void mm_async_init(mrb_state *mrb);      /* rb_async.c: Apache::Async */
+void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
+void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */
+void mm_connection_init(mrb_state *mrb); /* rb_connection.c: Apache::Connection */
+void mm_server_init(mrb_state *mrb);     /* rb_server.c: Apache::Server */
+void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard */
+void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */
+void mm_regexp_init(mrb_state *mrb);     /* rb_regexp.c: Regexp (PCRE, for old scripts) */
+void mm_cache_init(mrb_state *mrb);      /* rb_cache.c: Apache::Cache */
+void mm_filter_init(mrb_state *mrb);     /* rb_filter.c: Apache::Filter */
+void mm_authn_init(mrb_state *mrb);      /* rb_authn.c: Apache::AuthnProvider */
+void mm_authz_init(mrb_state *mrb);      /* rb_authz.c: Apache::AuthzProvider */
+void mm_openssl_init(mrb_state *mrb);    /* rb_openssl.c: OpenSSL, OpenSSL::HMAC, secure compares */
+void mm_digest_init(mrb_state *mrb);     /* rb_digest.c: Digest::MD5, SHA1, SHA256, ... */
+void mm_base64_init(mrb_state *mrb);     /* rb_base64.c: Base64 */
+void mm_random_init(mrb_state *mrb);     /* rb_securerandom.c: SecureRandom */
+void mm_pkey_init(mrb_state *mrb);       /* rb_pkey.c: OpenSSL::PKey (after rb_openssl.c) */
+void mm_env_init(mrb_state *mrb);        /* rb_env.c: ENV (read-only), Process.pid */
+
+/* On leave (mm_binding_leave): forgets $~ and $1..$9, the request's data,
+ * so the next script run in the VM, another client's request, does not see
+ * them (rb_regexp.c). */
+void mm_regexp_forget(mm_vm_t *vm);
+
+/* On a hard stop (mm_binding_stopped), which jumps past the C frames of
+ * the run's synchronize blocks: releases the cache locks they still hold
+ * (rb_cache.c). */
+void mm_cache_release_held(mm_run_t *run);
+
+#endif
