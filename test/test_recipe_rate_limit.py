@@ -1,8 +1,9 @@
 """Recipe docs/recipes/rate-limit: 60 requests a minute per API key or
-client address, counted exactly in an Apache::Cache on shmcb across
+client address, counted exactly in an Apache::Cache on the shared dictionary across
 processes and threads; then 429 with Retry-After, logged once."""
 
 import concurrent.futures
+import hashlib
 import re
 import uuid
 
@@ -26,12 +27,9 @@ def window():
 
 
 def fingerprint(key):
-    """What the script logs for an API key: FNV-1a, 32 bits, of its first
-    64 bytes."""
-    h = 0x811c9dc5
-    for b in key.encode()[:64]:
-        h = ((h ^ b) * 0x01000193) & 0xffffffff
-    return "%08x" % h
+    """What the script logs for an API key: the first 8 hex digits of the
+    SHA-256 of its first 64 bytes."""
+    return hashlib.sha256(key.encode()[:64]).hexdigest()[:8]
 
 
 def ping(srv, key=None, source=None):

@@ -11,11 +11,10 @@ WINDOW = 60 # seconds
 ADDRESS_LIMIT = 600
 
 # The log names a key by a fingerprint, never by any of its characters:
-# the log is no place for secrets. FNV-1a, 32 bits, as 8 hex digits: two
-# keys almost never share one, and 32 bits of a long random key tell
-# nothing of the rest.
+# the log is no place for secrets. The first 8 hex digits of its SHA-256:
+# two keys almost never share them, and they tell nothing of the key.
 def rate_limit_fingerprint(key)
-  "%08x" % key.bytes.inject(0x811c9dc5) { |h, b| ((h ^ b) * 0x01000193) & 0xffffffff }
+  Digest::SHA256.hexdigest(key)[0, 8]
 end
 
 r = Apache::Request.new
