@@ -3,7 +3,8 @@ into a markdown report with the targets' verdicts, and a PNG bar chart."""
 
 import statistics
 
-from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, TARGETS
+import micro
+from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, INSTRUCTIONS_ONLY, TARGETS
 
 MPMS = ("prefork", "worker", "event")
 
@@ -23,7 +24,7 @@ GOALS = [
 def ordered(names):
     """Names in the order of TARGETS (a JSON round trip sorts them)."""
     names = set(names)
-    return [t.name for t in TARGETS if t.name in names]
+    return [t.name for t in TARGETS + INSTRUCTIONS_ONLY if t.name in names]
 
 
 def label(name):
@@ -246,6 +247,10 @@ def markdown(results):
     if table:
         lines += ["", "## CPU parallelism: two CPU-bound requests in one child (event, 4 threads, "
                       "no pinning)", ""] + table
+    table = micro.table(results)
+    if table:
+        lines += ["", "## Single operations from Ruby (worker MPM, 2 processes x 8 threads; timed in the handler)",
+                  ""] + table
     if results.get("missing_packages"):
         lines += ["", "Debian packages missing: %s" % ", ".join(results["missing_packages"])]
     for name, why in results.get("skipped", {}).items():

@@ -51,6 +51,9 @@ VALGRIND_ERRORS = re.compile(r"Invalid (read|write|free)|Mismatched free|Jump to
 # run that allocates a million objects takes minutes; tests that only need
 # volume make less of it there, and memory is not measured.
 GC_STRESS = os.environ.get("MM_GC_STRESS") == "1"
+# How long a client waits for an answer by default: a libmruby collecting
+# before every allocation, or valgrind, makes a large body's scripts slow.
+REQUEST_TIMEOUT = 120 if GC_STRESS or VALGRIND else 30
 
 # Resident memory means little under ASan (freed memory waits in its
 # quarantine) or valgrind: tests that bound it skip those bounds there.
@@ -385,7 +388,7 @@ class Httpd:
         shutil.rmtree(self.root, ignore_errors=True)
 
     # ----------------------------------------------------------- requests
-    def request(self, method, path, headers=None, body=None, timeout=30, source=None,
+    def request(self, method, path, headers=None, body=None, timeout=REQUEST_TIMEOUT, source=None,
                 chunked=False):
         """source: the client's address; another 127.x.y.z is another client.
         chunked: body is an iterable of chunks, sent with Transfer-Encoding:
@@ -400,7 +403,7 @@ class Httpd:
         finally:
             conn.close()
 
-    def raw(self, data, timeout=30):
+    def raw(self, data, timeout=REQUEST_TIMEOUT):
         """Sends data (bytes: a whole request, as written) and parses the
         response: for repeated headers, hand-made chunking, bad input."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as sock:
@@ -431,10 +434,10 @@ class Httpd:
             n += 1
         return n
 
-    def get(self, path, headers=None, timeout=30, source=None):
+    def get(self, path, headers=None, timeout=REQUEST_TIMEOUT, source=None):
         return self.request("GET", path, headers=headers, timeout=timeout, source=source)
 
-    def post_chunked(self, path, body, headers=None, timeout=30):
+    def post_chunked(self, path, body, headers=None, timeout=REQUEST_TIMEOUT):
         """POSTs body with Transfer-Encoding: chunked (no Content-Length):
         body is bytes, sent in 64 KB chunks, or a list of the chunks."""
         if isinstance(body, bytes):

@@ -14,7 +14,7 @@ import threading
 import time
 
 import procs
-from httpd import PRELOAD, VALGRIND
+from httpd import GC_STRESS, PRELOAD, VALGRIND
 
 # Sized for 1000 clients at once: the workers of each MPM, and a listen
 # queue (ListenBacklog, capped by the kernel's net.core.somaxconn) that
@@ -219,7 +219,8 @@ def test_many_threads_and_files_edited_under_load(make_httpd):
         for t in threads:
             t.join()
     assert not bad, bad[:20]
-    assert sum(counts) > 1000
+    # (a libmruby that collects before every allocation serves far fewer)
+    assert sum(counts) > (100 if GC_STRESS else 1000)
     # once the edits stop, every thread serves every file's last version
     for i in range(FILES):
         for _ in range(4):
