@@ -393,3 +393,39 @@ def test_a_crash_is_detected(tmp_path, crasher):
     assert len(re.findall(r"httpd \((prefork|worker|event)\) crashed:", out)) == 3, out
     assert "exit signal Segmentation fault" in out
     assert "no response" in out
+
+
+CAPTURE = r"""
+=== a value captured from one response, sent in the next
+--- config
+<Location /make>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.headers_out['Location'] = '/show/' + r.args.to_s; Apache.rputs 'id=' + r.args.to_s + ';'"
+</Location>
+<Location /show>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.uri"
+</Location>
+--- request
+GET /make?x42
+--- response_headers_like
+Location: /show/(?<id>x\d+)
+--- response_body_like
+id=(?P<same>\w+);
+--- request
+GET /show/{id}
+--- response_body chomp
+/show/{same}
+--- request
+GET /show/{id}
+--- response_body chomp
+/show/other
+"""
+
+
+def test_named_groups_are_captured(tmp_path):
+    status, out = kit(tmp_path, CAPTURE, "--mpm", "worker")
+    assert status == 1, out
+    assert "request 2 " not in out
+    assert re.search(r"request 3 .*response body differs", out)
+    assert "-/show/other" in out and "+/show/x42" in out
