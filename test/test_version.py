@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def module_version():
-    with open(os.path.join(ROOT, "src", "mod_mruby.h")) as f:
+    with open(os.path.join(ROOT, "src", "module", "mod_mruby.h")) as f:
         return re.search(r'#define MM_MODULE_VERSION "([^"]+)"', f.read()).group(1)
 
 
