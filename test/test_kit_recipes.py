@@ -81,3 +81,28 @@ def test_a_broken_recipe_fails_its_kit_file(tmp_path):
     assert "status: expected 403, got 200" in out
     assert re.search(r"error log: no line matches /MRB00400: .*172", out)
     assert "# 5 passed, 1 failed" in out
+
+
+def test_the_tutorial(tmp_path):
+    """docs/testing-your-scripts.md's first test, as its reader makes it:
+    auth.rb and auth.t from the page pass; the script broken as the page
+    says fails the second block, with the status and the body's diff."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from recipes import fenced_blocks
+    with open(os.path.join(ROOT, "docs", "testing-your-scripts.md")) as f:
+        code = fenced_blocks(f.read())
+    script = [text for lang, text in code if lang == "ruby"][0]
+    test = [text for lang, text in code if lang == "" and "=== " in text][0]
+    assert script.startswith("# auth.rb") and '"Bearer s3cret"' in script
+    (tmp_path / "auth.rb").write_text(script)
+    (tmp_path / "auth.t").write_text(test)
+    status, out, err = run_kit(str(tmp_path / "auth.t"))
+    assert status == 0, out + err
+    assert "# 9 passed, 0 failed" in out
+    (tmp_path / "auth.rb").write_text(script.replace('"Bearer s3cret"', '"Bearer s3cre"'))
+    status, out, err = run_kit(str(tmp_path / "auth.t"), "--mpm", "prefork")
+    assert status == 1, out + err
+    assert re.search(r"^not ok 2 - \S+auth\.t: with the token, the page \[prefork\]$", out, re.M), out
+    assert re.search(r"request 1 \(\S+auth\.t:25\): status: expected 200, got 403", out), out
+    assert "-the page\n" in out.replace("#   ", "")
+    assert "# 2 passed, 1 failed" in out
