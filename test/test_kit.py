@@ -429,3 +429,55 @@ def test_named_groups_are_captured(tmp_path):
     assert "request 2 " not in out
     assert re.search(r"request 3 .*response body differs", out)
     assert "-/show/other" in out and "+/show/x42" in out
+
+
+WHO = r"""
+=== the children write a file
+--- config
+<Location /touch>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "File.open('{root}/out/touched', 'w') { |f| f.write('x') }; Apache.rputs 'done'"
+</Location>
+--- request
+GET /touch
+--- response_body chomp
+done
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"), reason="needs root and runuser")
+def test_as_root_and_as_a_normal_user(tmp_path):
+    """As root, httpd's children run as www-data; as another user (nobody
+    here), httpd runs as that user, on its own port and ServerRoot. As
+    root, a --tmp that www-data cannot enter is refused, with why."""
+    import pwd
+    import tempfile
+    p = subprocess.run([sys.executable, KIT, "--module", MODULE, "--tmp", str(tmp_path), "x.t"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "is not open to others (o+x)" in p.stderr, p.stderr
+    where = tempfile.mkdtemp(prefix="kit-who-")  # in /tmp: nobody reads it
+    try:
+        os.chmod(where, 0o755)
+        path = os.path.join(where, "who.t")
+        with open(path, "w") as f:
+            f.write(WHO)
+        os.chmod(path, 0o644)
+        runs = {"www-data": [], "nobody": ["runuser", "-u", "nobody", "--"]}
+        for user, prefix in runs.items():
+            p = subprocess.run(prefix + [sys.executable, KIT, "--module", MODULE, "--mpm", "event", "--keep", path],
+                               capture_output=True, text=True, timeout=120)
+            out = p.stdout + p.stderr
+            assert p.returncode == 0, out
+            assert "# 2 passed, 0 failed" in out
+            root = re.search(r"^# ServerRoot kept: (\S+)$", out, re.M).group(1)
+            try:
+                owner = pwd.getpwuid(os.stat(os.path.join(root, "out", "touched")).st_uid).pw_name
+                assert owner == user
+                assert pwd.getpwuid(os.stat(root).st_uid).pw_name == ("root" if user == "www-data" else user)
+                with open(os.path.join(root, "httpd.conf")) as f:
+                    conf = f.read()
+                assert ("User www-data" in conf) == (user == "www-data")
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
