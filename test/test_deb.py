@@ -5,6 +5,7 @@ against the same server then too."""
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -39,7 +40,10 @@ def test_package_is_installed_with_its_files():
               "/usr/share/doc/%s/copyright" % PACKAGE,
               "/usr/share/doc/%s/README.md" % PACKAGE,
               "/usr/share/doc/%s/docs/directives.md" % PACKAGE,
-              "/usr/share/doc/%s/docs/recipes/README.md" % PACKAGE):
+              "/usr/share/doc/%s/docs/recipes/README.md" % PACKAGE,
+              "/usr/share/doc/%s/docs/testing-your-scripts.md" % PACKAGE,
+              "/usr/bin/mod_mruby-test",
+              "/usr/share/man/man1/mod_mruby-test.1.gz"):
         assert f in files, f
     with open("/etc/apache2/mods-available/mruby.load") as f:
         assert f.read() == "LoadModule mruby_module %s/mod_mruby.so\n" % modules_dir
@@ -51,6 +55,7 @@ def test_depends_on_the_api_of_the_installed_httpd():
     api = re.search(r"apache2-api-\d+", depends).group(0)
     assert api in [p.strip() for p in provided.split(",")]
     assert "libmruby" not in depends and "libc6" in depends
+    assert "python3" in [d.strip().split()[0] for d in depends.split(",")]  # mod_mruby-test
     assert "liblmdb0" in depends  # mrubyCache's dictionary, linked by dpkg-shlibdeps
 
 
@@ -146,3 +151,72 @@ def test_exception(srv):
     r = srv.get("/fails")
     assert r.status == 500 and b"smoke test exception" not in r.body
     srv.wait_log(r"\[mruby:error\].*MRB00030: Handler script .* raised ArgumentError .*smoke test exception")
+
+
+# A user's test file for the installed kit: a script, a request, the log.
+KIT_FILE = r"""
+--- file scripts/hello.rb
+r = Apache::Request.new
+r.content_type = "text/plain"
+Apache.rputs "hello #{r.args} from #{Apache.mpm}\n"
+
+=== the script answers
+--- config
+<Location /hello>
+    SetHandler mruby-native-script
+    mrubyHandler scripts/hello.rb
+</Location>
+--- request
+GET /hello?kit
+--- status
+200
+--- response_headers
+Content-Type: text/plain
+--- response_body_like
+\Ahello kit from (prefork|worker|event)\n\Z
+
+=== an exception is logged
+--- config
+<Location /fails>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "raise ArgumentError, 'kit exception'"
+</Location>
+--- request
+GET /fails
+--- status
+500
+--- error_log
+MRB00030: .*raised ArgumentError .*kit exception
+"""
+
+
+def test_installed_kit(tmp_path):
+    """/usr/bin/mod_mruby-test, as a user runs it: its own httpd from the
+    system Apache's binary and modules, with the installed module."""
+    path = tmp_path / "hello.t"
+    path.write_text(KIT_FILE)
+    p = subprocess.run(["/usr/bin/mod_mruby-test", "--keep", str(path)], capture_output=True, text=True,
+                       timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    points = re.findall(r"^(ok|not ok) \d+ - .*: (.*) \[(\w+)\]$", out, re.M)
+    assert len(points) == 9 and all(ok == "ok" for ok, _, _ in points), out
+    assert {m for _, _, m in points} == {"prefork", "worker", "event"}
+    roots = re.findall(r"^# ServerRoot kept: (\S+)$", out, re.M)
+    assert len(roots) == 3
+    modules_dir = output("apxs", "-q", "LIBEXECDIR").strip()
+    try:
+        for root in roots:
+            with open(os.path.join(root, "httpd.conf")) as f:
+                assert 'LoadModule mruby_module "%s/mod_mruby.so"' % modules_dir in f.read()
+            with open(os.path.join(root, "logs", "error.log")) as f:
+                assert "mod_mruby/%s mruby/3.1.0 ready" % module_version() in f.read()
+    finally:
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+    # A failing check fails the run, with what came back.
+    path.write_text(KIT_FILE.replace("--- status\n200", "--- status\n201"))
+    p = subprocess.run(["/usr/bin/mod_mruby-test", "--mpm", "event", str(path)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "status: expected 201, got 200" in p.stdout

@@ -9,6 +9,7 @@
 # the module magic number of the headers the module was built with), the
 # shared libraries from dpkg-shlibdeps. libmruby is linked statically, so
 # it is no dependency; Built-Using names the mruby source it came from.
+# python3 is written down: /usr/bin/mod_mruby-test, the test kit, runs on it.
 set -eu
 
 apxs=$1
@@ -46,6 +47,15 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root$m
 mkdir -p "$root/etc/apache2/mods-available"
 sed "s|@MODULES_DIR@|$modules_dir|" packaging/deb/mruby.load.in >"$root/etc/apache2/mods-available/mruby.load"
 cp packaging/deb/mruby.conf "$root/etc/apache2/mods-available/mruby.conf"
+# The test kit for users' scripts, its default module the installed one.
+install -D -m 0755 tools/mod_mruby-test "$root/usr/bin/mod_mruby-test"
+sed -i -e "s|^MODULES_DIR = .*|MODULES_DIR = \"$modules_dir\"|" -e 's|^FROM_TREE = True$|FROM_TREE = False|' \
+	"$root/usr/bin/mod_mruby-test"
+grep -q "^MODULES_DIR = \"$modules_dir\"$" "$root/usr/bin/mod_mruby-test" &&
+	grep -q '^FROM_TREE = False$' "$root/usr/bin/mod_mruby-test" ||
+	fail "tools/mod_mruby-test: MODULES_DIR or FROM_TREE not found to set"
+mkdir -p "$root/usr/share/man/man1"
+gzip -9n <packaging/deb/mod_mruby-test.1 >"$root/usr/share/man/man1/mod_mruby-test.1.gz"
 
 # The documentation keeps the tree's layout, so the links between pages
 # work where it is installed.
@@ -64,7 +74,7 @@ for script in postinst prerm postrm; do
 done
 printf '/etc/apache2/mods-available/mruby.%s\n' load conf >"$root/DEBIAN/conffiles"
 find "$root" -type d -exec chmod 0755 {} +
-find "$root" -type f ! -path "$root/DEBIAN/*" -exec chmod 0644 {} +
+find "$root" -type f ! -path "$root/DEBIAN/*" ! -path "$root/usr/bin/*" -exec chmod 0644 {} +
 
 # --------------------------------------------------------- dependencies
 so=$root$modules_dir/mod_mruby.so
@@ -97,7 +107,7 @@ fi
 # ------------------------------------------------------------- control
 size=$(du -k -s --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@MAINTAINER@|$maintainer|" \
-	-e "s|@INSTALLED_SIZE@|$size|" -e "s|@DEPENDS@|$api, $shlibs|" \
+	-e "s|@INSTALLED_SIZE@|$size|" -e "s|@DEPENDS@|$api, $shlibs, python3|" \
 	packaging/deb/control.in >"$root/DEBIAN/control"
 if [ -n "$built_using" ]; then
 	sed -i "/^Depends:/a Built-Using: $built_using" "$root/DEBIAN/control"
