@@ -55,6 +55,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_random_init,
     mm_pkey_init,
     mm_env_init,
+    mm_http_init,
     mm_code_guard_eval,
 };
 /* clang-format on */

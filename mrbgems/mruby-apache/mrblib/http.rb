@@ -1,0 +1,165 @@
+# Apache::HTTP, an HTTP client for scripts: the options, the responses and
+# the exceptions. The calls themselves are C (rb_http.c, on libcurl):
+# __perform takes specs and gives back, for each, [status, headers, body]
+# or [error class name, message].
+class Apache
+  module HTTP
+    DEFAULT_TIMEOUT = 10_000        # ms, the whole call
+    DEFAULT_CONNECT_TIMEOUT = 5_000 # ms, name resolution and connection (and TLS)
+    DEFAULT_MAX_SIZE = 8 * 1024 * 1024
+
+    # A response's header fields; names compare without case.
+    class Headers
+      include Enumerable
+
+      def initialize(flat)
+        @pairs = []
+        @index = {}
+        i = 0
+        while i < flat.size
+          name = flat[i]
+          value = flat[i + 1]
+          @pairs << [name, value]
+          (@index[name.downcase] ||= []) << value
+          i += 2
+        end
+      end
+
+      # The field's value; several fields of that name joined with ", ".
+      def [](name)
+        values = @index[name.to_s.downcase]
+        values && values.join(', ')
+      end
+
+      # Every value of the field, in order (Set-Cookie), [] if absent.
+      def get_all(name)
+        (@index[name.to_s.downcase] || []).dup
+      end
+
+      def key?(name)
+        @index.key?(name.to_s.downcase)
+      end
+      alias include? key?
+
+      # Each [name, value] as received, in order.
+      def each(&block)
+        @pairs.each(&block)
+        self
+      end
+
+      # Lower-case names to values (joined as #[] joins them).
+      def to_h
+        h = {}
+        @index.each { |k, v| h[k] = v.join(', ') }
+        h
+      end
+
+      def size
+        @pairs.size
+      end
+
+      def inspect
+        to_h.inspect
+      end
+    end
+
+    class Response
+      attr_reader :status, :headers, :body
+
+      def initialize(status, headers, body)
+        @status = status
+        @headers = headers
+        @body = body
+      end
+
+      # 2xx.
+      def ok?
+        @status >= 200 && @status < 300
+      end
+
+      def inspect
+        "#<Apache::HTTP::Response #{@status} #{@body.size} bytes>"
+      end
+    end
+
+    class << self
+      def get(url, **opts)
+        request('GET', url, **opts)
+      end
+
+      def head(url, **opts)
+        request('HEAD', url, **opts)
+      end
+
+      def post(url, body: '', **opts)
+        request('POST', url, body: body, **opts)
+      end
+
+      def put(url, body: '', **opts)
+        request('PUT', url, body: body, **opts)
+      end
+
+      def delete(url, **opts)
+        request('DELETE', url, **opts)
+      end
+
+      # One call; its Response, or raises an Apache::HTTP::Error.
+      def request(method, url, **opts)
+        r = result(__perform([spec(method, url, opts)])[0])
+        raise r if r.is_a?(Exception)
+        r
+      end
+
+      # Several calls at once: each a URL (GET) or a Hash with :url and the
+      # options of #request (:method too). Returns when all have ended, an
+      # Array in the same order of a Response, or the Apache::HTTP::Error a
+      # failed call would have raised.
+      def all(calls)
+        raise TypeError, 'Apache::HTTP.all takes an Array of calls' unless calls.is_a?(Array)
+        return [] if calls.empty?
+        specs = calls.map do |c|
+          if c.is_a?(String)
+            spec('GET', c, {})
+          elsif c.is_a?(Hash)
+            o = c.dup
+            url = o.delete(:url) or raise ArgumentError, 'Apache::HTTP.all: a call without :url'
+            spec(o.delete(:method) || 'GET', url, o)
+          else
+            raise TypeError, 'Apache::HTTP.all: a call is a URL or a Hash'
+          end
+        end
+        __perform(specs).map { |r| result(r) }
+      end
+
+      private
+
+      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :max_size, :redirects, :ca_file]
+
+      def spec(method, url, opts)
+        opts.each_key do |k|
+          raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
+        end
+        flat = []
+        (opts[:headers] || {}).each do |k, v|
+          flat << k.to_s << v.to_s
+        end
+        body = opts[:body]
+        body = nil if body.nil?
+        [method.to_s.upcase, url, flat, body,
+         opts[:timeout] || DEFAULT_TIMEOUT,
+         opts[:connect_timeout] || DEFAULT_CONNECT_TIMEOUT,
+         opts[:max_size] || DEFAULT_MAX_SIZE,
+         opts[:redirects] || 0,
+         opts[:ca_file]]
+      end
+
+      def result(r)
+        if r[0].is_a?(String)
+          HTTP.const_get(r[0]).new(r[1])
+        else
+          Response.new(r[0], Headers.new(r[1]), r[2])
+        end
+      end
+    end
+  end
+end

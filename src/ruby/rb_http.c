@@ -1,0 +1,522 @@
+/* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. One
+ * method, Apache::HTTP.__perform(specs), runs one or more calls at once on
+ * the VM's curl multi handle (its keep-alive pool) and returns, for each,
+ * [status, [name, value, ...], body] or [error class name, message]. The
+ * Ruby half (mrblib/http.rb) checks the options and builds the responses
+ * and exceptions. The calls block the thread (every MPM, every phase),
+ * bounded by their timeouts and the run's mrubyTimeout. */
+
+#include "httpd.h"
+
+#include <mruby.h>
+#include <mruby/array.h>
+#include <mruby/class.h>
+#include <mruby/data.h>
+#include <mruby/string.h>
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "binding.h"
+#include "parse.h"
+#include "vm.h"
+
+/* The most calls one __perform runs at once. */
+#define HTTP_MAX_CALLS 64
+/* The most bytes of response header lines kept (a backend sending more is
+ * refused: TooLarge). */
+#define HTTP_MAX_HEADER_BYTES (64 * 1024)
+/* Idle connections a VM keeps, and how long an idle one may be reused. */
+#define HTTP_POOL_SIZE 16
+#define HTTP_IDLE_SEC  30L
+
+/* One call: its easy handle, and what came back. malloc'd memory, owned
+ * by the calls' Data object (freed by the GC if a raise skips the end). */
+typedef struct {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;        /* the response body so far */
+    size_t len, cap;   /* its length and room */
+    size_t max;        /* the most body bytes accepted */
+    char *hdr;         /* the last response's header lines, as received */
+    size_t hlen, hcap; /* their length and room */
+    int too_large;     /* 1: body over max, 2: headers over the limit */
+    int done;          /* curl reported the call's end */
+    CURLcode code;     /* how it ended */
+    char err[CURL_ERROR_SIZE];
+} http_call_t;
+
+typedef struct {
+    int n;
+    http_call_t call[1];
+} http_calls_t;
+
+static void calls_free(mrb_state *mrb, void *p)
+{
+    http_calls_t *calls = p;
+    int i;
+
+    if (calls == NULL) {
+        return;
+    }
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].easy) {
+            curl_easy_cleanup(calls->call[i].easy);
+        }
+        curl_slist_free_all(calls->call[i].headers);
+        free(calls->call[i].body);
+        free(calls->call[i].hdr);
+    }
+    free(calls);
+}
+
+static const mrb_data_type calls_type = {"Apache::HTTP calls", calls_free};
+
+/* curl_global_init once per process; it must not run in two threads at once. */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static apr_status_t multi_cleanup(void *m)
+{
+    curl_multi_cleanup(m);
+    return APR_SUCCESS;
+}
+
+/* The VM's multi handle: its connection cache is the VM's keep-alive pool.
+ * Made on first use; cleaned up with the VM's pool. One thread uses a VM
+ * at a time (event MPM: under its lock), so the handle needs no lock. */
+static CURLM *vm_multi(mrb_state *mrb)
+{
+    mm_vm_t *vm = mm_vm_of(mrb);
+    void *m = NULL;
+
+    apr_pool_userdata_get(&m, "mm_http_multi", vm->pool);
+    if (m == NULL) {
+        pthread_once(&global_once, global_init);
+        if (global_rc != CURLE_OK || (m = curl_multi_init()) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
+        }
+        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
+        apr_pool_userdata_set(m, "mm_http_multi", multi_cleanup, vm->pool);
+    }
+    return m;
+}
+
+/* Appends len bytes to a growing malloc'd buffer; 0 when out of memory. */
+static int grow(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t want = *cap ? *cap : 4096;
+        char *nb;
+
+        while (want < *len + n) {
+            want *= 2;
+        }
+        if ((nb = realloc(*buf, want)) == NULL) {
+            return 0;
+        }
+        *buf = nb;
+        *cap = want;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    return 1;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
+{
+    http_call_t *c = ud;
+    size_t n = size * nmemb;
+
+    if (c->len + n > c->max) {
+        c->too_large = 1;
+        return 0; /* curl ends the call: CURLE_WRITE_ERROR */
+    }
+    return grow(&c->body, &c->len, &c->cap, data, n) ? n : 0;
+}
+
+/* Header lines: a status line starts a new response (an interim 100, or a
+ * redirect that is followed), whose lines replace the previous ones. */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
+{
+    http_call_t *c = ud;
+    size_t n = size * nmemb;
+
+    if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+        c->hlen = 0;
+    }
+    if (c->hlen + n > HTTP_MAX_HEADER_BYTES) {
+        c->too_large = 2;
+        return 0;
+    }
+    return grow(&c->hdr, &c->hlen, &c->hcap, data, n) ? n : 0;
+}
+
+/* Appends "name: value" to l (a copy; "name;" for an empty value, as
+ * "name:" would only remove curl's own header); NULL when out of memory. */
+static struct curl_slist *header_append(struct curl_slist *l, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    char *line = malloc(nl + vl + 3);
+    struct curl_slist *r;
+
+    if (line == NULL) {
+        return NULL;
+    }
+    memcpy(line, name, nl);
+    if (vl) {
+        memcpy(line + nl, ": ", 2);
+        memcpy(line + nl + 2, value, vl + 1);
+    } else {
+        memcpy(line + nl, ";", 2);
+    }
+    r = curl_slist_append(l, line);
+    free(line);
+    return r;
+}
+
+static const char *spec_str(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
+{
+    mrb_value v = mrb_ary_entry(spec, i);
+
+    if (!mrb_string_p(v)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "Apache::HTTP: %s must be a String", what);
+    }
+    return mrb_string_value_cstr(mrb, &v); /* raises for an embedded NUL */
+}
+
+static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
+{
+    mrb_value v = mrb_ary_entry(spec, i);
+
+    if (!mrb_integer_p(v) || mrb_integer(v) < 1 || mrb_integer(v) > 86400000) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR,
+                   "Apache::HTTP: %s must be an Integer of milliseconds, 1 to 86400000", what);
+    }
+    return (long)mrb_integer(v);
+}
+
+/* The milliseconds left of the run's mrubyTimeout, or 0 for none. */
+static long run_ms_left(mrb_state *mrb)
+{
+    apr_time_t deadline = __atomic_load_n(&mm_vm_of(mrb)->deadline, __ATOMIC_SEQ_CST);
+    struct timespec ts;
+    apr_time_t now;
+
+    if (deadline == 0) {
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
+    return deadline > now + 1000 ? (long)((deadline - now) / 1000) : 1;
+}
+
+/* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
+ * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
+ * CA file or nil]. Raises for a bad spec (the Data object frees c). */
+static void setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
+{
+    const char *method, *url;
+    mrb_value hdrs, body, ca;
+    long timeout, connect;
+    mrb_int i, max, redirects;
+    CURLU *u;
+    char *host = NULL, *scheme = NULL;
+    CURLUcode uc;
+
+    if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 9) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR,
+                  "Apache::HTTP: a call is [method, url, headers, body, timeout, "
+                  "connect_timeout, max_size, redirects, ca_file]");
+    }
+    method = spec_str(mrb, spec, 0, "the method");
+    url = spec_str(mrb, spec, 1, "the URL");
+    if (!mm_parse_header_name_ok(method)) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s is not a method name", method);
+    }
+    /* http and https only, with a host: curl's parser would take
+     * "http:///x" as host x, so the authority is checked here first. */
+    if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
+        const char *a = strstr(url, "://") + 3;
+
+        if (*a == '\0' || *a == '/' || *a == '?' || *a == '#') {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: the URL has no host: %s", url);
+        }
+    } else {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: only http:// and https:// URLs are fetched: %s",
+                   url);
+    }
+    if ((u = curl_url()) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    uc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (uc == CURLUE_OK) {
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+        curl_url_get(u, CURLUPART_HOST, &host, 0);
+    }
+    i = uc != CURLUE_OK                                                         ? 1
+        : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
+        : host == NULL || host[0] == '\0'                                       ? 3
+                                                                                : 0;
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    if (i != 0) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s: %s",
+                   i == 1   ? "not a URL"
+                   : i == 2 ? "only http:// and https:// URLs are fetched"
+                            : "the URL has no host",
+                   url);
+    }
+    hdrs = mrb_ary_entry(spec, 2);
+    body = mrb_ary_entry(spec, 3);
+    timeout = spec_ms(mrb, spec, 4, "timeout");
+    connect = spec_ms(mrb, spec, 5, "connect_timeout");
+    max = mrb_integer_p(mrb_ary_entry(spec, 6)) ? mrb_integer(mrb_ary_entry(spec, 6)) : -1;
+    redirects = mrb_integer_p(mrb_ary_entry(spec, 7)) ? mrb_integer(mrb_ary_entry(spec, 7)) : -1;
+    ca = mrb_ary_entry(spec, 8);
+    if (max < 0 || redirects < 0 || redirects > 20) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: max_size must be >= 0, redirects from 0 to 20");
+    }
+    if (!mrb_array_p(hdrs) || RARRAY_LEN(hdrs) % 2) {
+        mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: headers must be name, value pairs");
+    }
+    if (!mrb_nil_p(body) && !mrb_string_p(body)) {
+        mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: body must be a String or nil");
+    }
+    if (run_left > 0 && run_left < timeout) {
+        timeout = run_left; /* the script's own time is shorter */
+    }
+    if (connect > timeout) {
+        connect = timeout;
+    }
+    c->max = (size_t)max;
+    if ((c->easy = curl_easy_init()) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    /* "Expect:" off: curl would wait for a 100 before a large body. */
+    if ((c->headers = curl_slist_append(NULL, "Expect:")) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    for (i = 0; i < RARRAY_LEN(hdrs); i += 2) {
+        mrb_value nv = mrb_ary_entry(hdrs, i), vv = mrb_ary_entry(hdrs, i + 1);
+        const char *name, *value;
+        struct curl_slist *l;
+
+        if (!mrb_string_p(nv) || !mrb_string_p(vv)) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: header names and values must be Strings");
+        }
+        name = mrb_string_value_cstr(mrb, &nv);
+        if (!mm_parse_header_name_ok(name)) {
+            mrb_raise(mrb, E_ARGUMENT_ERROR,
+                      "Apache::HTTP: a header name is not a token (CR, LF, space, ...)");
+        }
+        if (!mm_parse_header_value_ok(RSTRING_PTR(vv), (size_t)RSTRING_LEN(vv))) {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: the value of header %s has a control character",
+                       name);
+        }
+        value = mrb_string_value_cstr(mrb, &vv);
+        l = header_append(c->headers, name, value);
+        if (l == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        c->headers = l;
+    }
+
+    curl_easy_setopt(c->easy, CURLOPT_URL, url);
+    curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
+    curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
+    curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
+    curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
+    curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
+    if (redirects > 0) {
+        curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 1L);
+        curl_easy_setopt(c->easy, CURLOPT_MAXREDIRS, (long)redirects);
+    }
+    if (!mrb_nil_p(ca)) {
+        curl_easy_setopt(c->easy, CURLOPT_CAINFO, spec_str(mrb, spec, 8, "ca_file"));
+    }
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(c->easy, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (!mrb_nil_p(body)) {
+        curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)RSTRING_LEN(body));
+        curl_easy_setopt(c->easy, CURLOPT_COPYPOSTFIELDS, RSTRING_PTR(body));
+        if (strcmp(method, "POST") != 0) {
+            curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
+        }
+    }
+}
+
+/* Runs the calls on m until each has ended (curl enforces every timeout). */
+static void drive(CURLM *m, http_calls_t *calls)
+{
+    int running = 1, i, left;
+    CURLMsg *msg;
+
+    while (running > 0) {
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            break;
+        }
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE) {
+                continue;
+            }
+            for (i = 0; i < calls->n; i++) {
+                if (calls->call[i].easy == msg->easy_handle) {
+                    calls->call[i].done = 1;
+                    calls->call[i].code = msg->data.result;
+                }
+            }
+        }
+        if (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+            break;
+        }
+    }
+}
+
+/* The class name and message of a failed call. */
+static const char *failure(http_call_t *c, const char **cls)
+{
+    *cls = "Error";
+    if (c->too_large == 1) {
+        *cls = "TooLarge";
+        return "the response body is larger than max_size";
+    }
+    if (c->too_large == 2) {
+        *cls = "TooLarge";
+        return "the response headers are larger than 64 KB";
+    }
+    if (!c->done) {
+        return "the call did not complete";
+    }
+    switch (c->code) {
+    case CURLE_OPERATION_TIMEDOUT:
+        *cls = "Timeout";
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        *cls = "ConnectError";
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+        *cls = "TLSError";
+        break;
+    default:
+        break;
+    }
+    return c->err[0] ? c->err : curl_easy_strerror(c->code);
+}
+
+/* The result of call c, as the Ruby half reads it. */
+static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+{
+    mrb_value r = mrb_ary_new_capa(mrb, 3), hs;
+    const char *cls, *msg;
+    long status = 0;
+    size_t pos = 0;
+
+    if (c->too_large || !c->done || c->code != CURLE_OK) {
+        msg = failure(c, &cls);
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
+        return r;
+    }
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+    hs = mrb_ary_new(mrb);
+    /* Header lines: "Name: value\r\n"; the status line and the empty last
+     * line have no colon (obsolete folded lines are dropped). */
+    while (pos < c->hlen) {
+        const char *line = c->hdr + pos, *end = memchr(line, '\n', c->hlen - pos), *colon, *v, *ve;
+
+        end = end ? end : c->hdr + c->hlen;
+        pos = (size_t)(end - c->hdr) + 1;
+        colon = memchr(line, ':', (size_t)(end - line));
+        if (colon == NULL || line[0] == ' ' || line[0] == '\t' || colon == line) {
+            continue;
+        }
+        for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++) {
+        }
+        for (ve = end; ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'); ve--) {
+        }
+        mrb_ary_push(mrb, hs, mrb_str_new(mrb, line, colon - line));
+        mrb_ary_push(mrb, hs, mrb_str_new(mrb, v, ve - v));
+    }
+    mrb_ary_push(mrb, r, mrb_fixnum_value(status));
+    mrb_ary_push(mrb, r, hs);
+    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->body, (mrb_int)c->len));
+    return r;
+}
+
+/* Apache::HTTP.__perform(specs): runs them all at once; an Array of their
+ * results, in order. */
+static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder, out;
+    http_calls_t *calls;
+    CURLM *m;
+    mrb_int n, i;
+    long run_left;
+
+    mrb_get_args(mrb, "A", &specs);
+    mm_binding_run(mrb, "Apache::HTTP");
+    n = RARRAY_LEN(specs);
+    if (n < 1 || n > HTTP_MAX_CALLS) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: from 1 to %d calls at once", HTTP_MAX_CALLS);
+    }
+    m = vm_multi(mrb);
+    run_left = run_ms_left(mrb);
+    holder = mrb_obj_value(mrb_data_object_alloc(mrb, mrb->object_class, NULL, &calls_type));
+    if ((calls = calloc(1, sizeof *calls + (size_t)(n - 1) * sizeof calls->call[0])) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    DATA_PTR(holder) = calls;
+    for (i = 0; i < n; i++) {
+        calls->n = (int)i + 1;
+        setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+    }
+    /* Nothing raises from here until every handle is out of m again. */
+    for (i = 0; i < n; i++) {
+        curl_multi_add_handle(m, calls->call[i].easy);
+    }
+    drive(m, calls);
+    for (i = 0; i < n; i++) {
+        curl_multi_remove_handle(m, calls->call[i].easy);
+    }
+    out = mrb_ary_new_capa(mrb, n);
+    for (i = 0; i < n; i++) {
+        mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
+    }
+    /* Free the buffers now rather than at the next collection. */
+    calls_free(mrb, calls);
+    DATA_PTR(holder) = NULL;
+    return out;
+}
+
+void mm_http_init(mrb_state *mrb)
+{
+    struct RClass *http = mrb_define_module_under(mrb, mm_binding_apache(mrb), "HTTP");
+
+    mrb_define_module_function(mrb, http, "__perform", http_perform, MRB_ARGS_REQ(1));
+}
