@@ -4,10 +4,6 @@
 # or [error class name, message].
 class Apache
   module HTTP
-    DEFAULT_TIMEOUT = 10_000        # ms, the whole call
-    DEFAULT_CONNECT_TIMEOUT = 5_000 # ms, name resolution and connection (and TLS)
-    DEFAULT_MAX_SIZE = 8 * 1024 * 1024
-
     # A response's header fields; names compare without case.
     class Headers
       include Enumerable
@@ -39,7 +35,6 @@ class Apache
       def key?(name)
         @index.key?(name.to_s.downcase)
       end
-      alias include? key?
 
       # Each [name, value] as received, in order.
       def each(&block)
@@ -52,14 +47,6 @@ class Apache
         h = {}
         @index.each { |k, v| h[k] = v.join(', ') }
         h
-      end
-
-      def size
-        @pairs.size
-      end
-
-      def inspect
-        to_h.inspect
       end
     end
 
@@ -76,13 +63,15 @@ class Apache
       def ok?
         @status >= 200 && @status < 300
       end
-
-      def inspect
-        "#<Apache::HTTP::Response #{@status} #{@body.size} bytes>"
-      end
     end
 
     class << self
+      # The defaults, in the singleton class (not constants of the API).
+      TIMEOUT = 10_000        # ms, the whole call
+      CONNECT_TIMEOUT = 5_000 # ms: name resolution, connection, TLS handshake
+      MAX_SIZE = 8 * 1024 * 1024
+      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :max_size, :redirects, :ca_file]
+
       def get(url, **opts)
         request('GET', url, **opts)
       end
@@ -105,7 +94,7 @@ class Apache
 
       # One call; its Response, or raises an Apache::HTTP::Error.
       def request(method, url, **opts)
-        r = result(__perform([spec(method, url, opts)])[0])
+        r = __result(__perform([__spec(method, url, opts)])[0])
         raise r if r.is_a?(Exception)
         r
       end
@@ -119,23 +108,19 @@ class Apache
         return [] if calls.empty?
         specs = calls.map do |c|
           if c.is_a?(String)
-            spec('GET', c, {})
+            __spec('GET', c, {})
           elsif c.is_a?(Hash)
             o = c.dup
             url = o.delete(:url) or raise ArgumentError, 'Apache::HTTP.all: a call without :url'
-            spec(o.delete(:method) || 'GET', url, o)
+            __spec(o.delete(:method) || 'GET', url, o)
           else
             raise TypeError, 'Apache::HTTP.all: a call is a URL or a Hash'
           end
         end
-        __perform(specs).map { |r| result(r) }
+        __perform(specs).map { |r| __result(r) }
       end
 
-      private
-
-      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :max_size, :redirects, :ca_file]
-
-      def spec(method, url, opts)
+      def __spec(method, url, opts)
         opts.each_key do |k|
           raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
         end
@@ -143,17 +128,15 @@ class Apache
         (opts[:headers] || {}).each do |k, v|
           flat << k.to_s << v.to_s
         end
-        body = opts[:body]
-        body = nil if body.nil?
-        [method.to_s.upcase, url, flat, body,
-         opts[:timeout] || DEFAULT_TIMEOUT,
-         opts[:connect_timeout] || DEFAULT_CONNECT_TIMEOUT,
-         opts[:max_size] || DEFAULT_MAX_SIZE,
+        [method.to_s.upcase, url, flat, opts[:body],
+         opts[:timeout] || TIMEOUT,
+         opts[:connect_timeout] || CONNECT_TIMEOUT,
+         opts[:max_size] || MAX_SIZE,
          opts[:redirects] || 0,
          opts[:ca_file]]
       end
 
-      def result(r)
+      def __result(r)
         if r[0].is_a?(String)
           HTTP.const_get(r[0]).new(r[1])
         else
