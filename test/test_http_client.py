@@ -196,8 +196,8 @@ def caller(request, backend, evil):
     srv = Httpd("http-caller", request.param, CALLER)
     for rel, text in scripts(backend.port, evil.port, refused).items():
         srv.write(rel, text)
-    srv.write("htdocs/limited.mrb", "Apache::HTTP.get('http://127.0.0.1:%d/slow?3000')\n"
-              "Apache.rputs 'not reached'\n" % backend.port)
+    srv.write("htdocs/limited.mrb", "Apache::HTTP.get('http://127.0.0.1:%d/slow?1000')\n"
+              "Apache.rputs 'answered'\n" % backend.port)
     yield from serving(srv)
 
 
@@ -264,13 +264,43 @@ def test_failures_raise_what_happened(caller, case, cls, most_ms, words):
     assert words in msg, r.text
 
 
-def test_mruby_timeout_bounds_a_call(caller):
+def test_mruby_timeout_bounds_a_blocking_call_not_a_suspended_one(caller):
+    """mrubyTimeout 400 and a backend that answers after 1 s: a call that
+    blocks counts as the script's time, and is cut short; on the event MPM
+    the request is suspended while it waits, which does not count."""
     t = time.time()
     r = caller.get("/limited.mrb")
-    assert time.time() - t < 2.5
-    assert r.status == 500
-    assert "not reached" not in r.text
-    caller.wait_log(r"limited\.mrb")
+    took = time.time() - t
+    if caller.mpm == "event":
+        assert (r.status, r.text) == (200, "answered")
+        assert took >= 1.0
+        assert r.headers["Connection"] == "close"  # it was suspended
+    else:
+        assert took < 0.95
+        assert r.status == 500
+        assert "answered" not in r.text
+        caller.wait_log(r"limited\.mrb")
+
+
+def test_waiting_calls_free_the_worker_threads_on_event(make_httpd, backend):
+    """Two worker threads, twelve requests that each wait 500 ms for the
+    backend: suspended, they all end in about 500 ms; blocking, two at a
+    time would take 3 s."""
+    conf = {"event": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=2, MinSpareThreads=1,
+                          MaxSpareThreads=2, MaxRequestWorkers=2, ThreadLimit=2,
+                          AsyncRequestWorkerFactor=20)}
+    srv = make_httpd("http-async", "event", "AddHandler mruby-script .mrb\n", mpm_conf=conf)
+    srv.write("htdocs/wait.mrb", "r = Apache::Request.new\n"
+              "res = Apache::HTTP.get('http://127.0.0.1:%d/slow?500', headers: {'X-Token' => r.args})\n"
+              "Apache.rputs res.body + ' ' + r.args\n" % backend.port)
+    srv.start()
+    srv.ok("/wait.mrb?warm")
+    t = time.time()
+    with concurrent.futures.ThreadPoolExecutor(12) as ex:
+        got = list(ex.map(lambda i: srv.get("/wait.mrb?%d" % i), range(12)))
+    took = time.time() - t
+    assert [(g.status, g.text) for g in got] == [(200, "slept 500 %d" % i) for i in range(12)]
+    assert took < 2.0, took
 
 
 def test_no_crosstalk_between_concurrent_requests(caller):

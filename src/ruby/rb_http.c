@@ -51,6 +51,9 @@ typedef struct {
 } http_call_t;
 
 typedef struct {
+    CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
+    unsigned pause; /* suspended calls: the last wait between two looks, ms */
+    long longest;   /* the longest timeout of the calls, ms */
     int n;
     http_call_t call[1];
 } http_calls_t;
@@ -62,6 +65,13 @@ static void calls_free(mrb_state *mrb, void *p)
 
     if (calls == NULL) {
         return;
+    }
+    /* A script that never woke (its request went away while it waited):
+     * the handles leave the VM's multi handle before they are freed. */
+    for (i = 0; calls->multi && i < calls->n; i++) {
+        if (calls->call[i].easy) {
+            curl_multi_remove_handle(calls->multi, calls->call[i].easy);
+        }
     }
     for (i = 0; i < calls->n; i++) {
         if (calls->call[i].easy) {
@@ -223,7 +233,7 @@ static long run_ms_left(mrb_state *mrb)
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
  * CA file or nil]. Raises for a bad spec (the Data object frees c). */
-static void setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
+static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
 {
     const char *method, *url;
     mrb_value hdrs, body, ca;
@@ -345,6 +355,7 @@ static void setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
     curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
+    curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c); /* see collect */
     if (redirects > 0) {
         curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(c->easy, CURLOPT_MAXREDIRS, (long)redirects);
@@ -364,30 +375,76 @@ static void setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
             curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
         }
     }
+    return timeout;
 }
 
-/* Runs the calls on m until each has ended (curl enforces every timeout). */
+/* Takes curl's news of ended calls. The VM's multi handle may also hold
+ * the calls of scripts of this VM that are suspended: each call is found
+ * through its handle's private pointer, whoever it belongs to. */
+static void collect(CURLM *m)
+{
+    CURLMsg *msg;
+    http_call_t *c;
+    int left;
+
+    while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+        if (msg->msg == CURLMSG_DONE &&
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c) == CURLE_OK && c) {
+            c->done = 1;
+            c->code = msg->data.result;
+        }
+    }
+}
+
+static int all_done(const http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        if (!calls->call[i].done) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void attach(CURLM *m, http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        curl_multi_add_handle(m, calls->call[i].easy);
+    }
+    calls->multi = m;
+}
+
+static void detach(http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; calls->multi && i < calls->n; i++) {
+        curl_multi_remove_handle(calls->multi, calls->call[i].easy);
+    }
+    calls->multi = NULL;
+}
+
+/* Blocks until each of the calls has ended (curl enforces their timeouts;
+ * a second past the longest, they are given up as a last resort). */
 static void drive(CURLM *m, http_calls_t *calls)
 {
-    int running = 1, i, left;
-    CURLMsg *msg;
+    apr_time_t end = apr_time_now() + apr_time_from_msec(calls->longest) + apr_time_from_sec(1);
+    int running;
 
-    while (running > 0) {
+    for (;;) {
         if (curl_multi_perform(m, &running) != CURLM_OK) {
             break;
         }
-        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE) {
-                continue;
-            }
-            for (i = 0; i < calls->n; i++) {
-                if (calls->call[i].easy == msg->easy_handle) {
-                    calls->call[i].done = 1;
-                    calls->call[i].code = msg->data.result;
-                }
-            }
+        collect(m);
+        if (all_done(calls) || apr_time_now() > end) {
+            break;
         }
-        if (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+        /* curl shortens the wait to its own next timer */
+        if (curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
             break;
         }
     }
@@ -469,24 +526,19 @@ static mrb_value result_of(mrb_state *mrb, http_call_t *c)
     return r;
 }
 
-/* Apache::HTTP.__perform(specs): runs them all at once; an Array of their
- * results, in order. */
-static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+/* The calls of specs, set up (raises for a bad spec: the Data object
+ * frees what was made). */
+static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
 {
-    mrb_value specs, holder, out;
+    mrb_value holder;
     http_calls_t *calls;
-    CURLM *m;
     mrb_int n, i;
-    long run_left;
+    long t;
 
-    mrb_get_args(mrb, "A", &specs);
-    mm_binding_run(mrb, "Apache::HTTP");
     n = RARRAY_LEN(specs);
     if (n < 1 || n > HTTP_MAX_CALLS) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: from 1 to %d calls at once", HTTP_MAX_CALLS);
     }
-    m = vm_multi(mrb);
-    run_left = run_ms_left(mrb);
     holder = mrb_obj_value(mrb_data_object_alloc(mrb, mrb->object_class, NULL, &calls_type));
     if ((calls = calloc(1, sizeof *calls + (size_t)(n - 1) * sizeof calls->call[0])) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
@@ -494,24 +546,112 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     DATA_PTR(holder) = calls;
     for (i = 0; i < n; i++) {
         calls->n = (int)i + 1;
-        setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        t = setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        calls->longest = t > calls->longest ? t : calls->longest;
     }
-    /* Nothing raises from here until every handle is out of m again. */
-    for (i = 0; i < n; i++) {
-        curl_multi_add_handle(m, calls->call[i].easy);
+    return holder;
+}
+
+static http_calls_t *calls_of(mrb_state *mrb, mrb_value h)
+{
+    http_calls_t *calls = mrb_data_check_get_ptr(mrb, h, &calls_type);
+
+    if (calls == NULL) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: not calls in progress");
     }
-    drive(m, calls);
-    for (i = 0; i < n; i++) {
-        curl_multi_remove_handle(m, calls->call[i].easy);
-    }
-    out = mrb_ary_new_capa(mrb, n);
-    for (i = 0; i < n; i++) {
+    return calls;
+}
+
+/* The results of the calls, which are out of the multi handle; frees
+ * their memory now rather than at the next collection. */
+static mrb_value results(mrb_state *mrb, mrb_value holder)
+{
+    http_calls_t *calls = DATA_PTR(holder);
+    mrb_value out = mrb_ary_new_capa(mrb, calls->n);
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
         mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
     }
-    /* Free the buffers now rather than at the next collection. */
     calls_free(mrb, calls);
     DATA_PTR(holder) = NULL;
     return out;
+}
+
+/* Apache::HTTP.__perform(specs): runs them all at once, blocking; an Array
+ * of their results, in order. */
+static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    http_calls_t *calls;
+    CURLM *m;
+
+    mrb_get_args(mrb, "A", &specs);
+    mm_binding_run(mrb, "Apache::HTTP");
+    m = vm_multi(mrb);
+    holder = make_calls(mrb, specs, run_ms_left(mrb));
+    calls = DATA_PTR(holder);
+    /* Nothing raises from here until the handles are out of m again. */
+    attach(m, calls);
+    drive(m, calls);
+    detach(calls);
+    return results(mrb, holder);
+}
+
+/* For a script that waits by suspending its request (Apache::Async.sleep):
+ * __start(specs) makes the calls and starts them, __step(calls) gives the
+ * milliseconds to sleep before it looks again, or nil once every call has
+ * ended, and __finish(calls) gives the results. The script's time asleep
+ * does not count for mrubyTimeout, so its deadline does not shorten the
+ * calls. */
+static mrb_value http_start(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    CURLM *m;
+    int running;
+
+    mrb_get_args(mrb, "A", &specs);
+    mm_binding_run(mrb, "Apache::HTTP");
+    m = vm_multi(mrb);
+    holder = make_calls(mrb, specs, 0);
+    attach(m, DATA_PTR(holder));
+    curl_multi_perform(m, &running);
+    collect(m);
+    return holder;
+}
+
+/* The waits between two looks: short at first (an answer from a near
+ * service comes in a millisecond or two), then longer, at most this. */
+#define HTTP_PAUSE_MAX 16
+
+static mrb_value http_step(mrb_state *mrb, mrb_value self)
+{
+    http_calls_t *calls = calls_of(mrb, mrb_get_arg1(mrb));
+    long curl_ms = -1;
+    int running;
+
+    if (calls->multi == NULL) {
+        return mrb_nil_value();
+    }
+    curl_multi_perform(calls->multi, &running);
+    collect(calls->multi);
+    if (all_done(calls)) {
+        return mrb_nil_value();
+    }
+    calls->pause = calls->pause ? calls->pause * 2 : 1;
+    if (calls->pause > HTTP_PAUSE_MAX) {
+        calls->pause = HTTP_PAUSE_MAX;
+    }
+    curl_multi_timeout(calls->multi, &curl_ms);
+    return mrb_fixnum_value(curl_ms >= 0 && curl_ms < (long)calls->pause ? curl_ms : (long)calls->pause);
+}
+
+static mrb_value http_finish(mrb_state *mrb, mrb_value self)
+{
+    mrb_value holder = mrb_get_arg1(mrb);
+
+    detach(calls_of(mrb, holder));
+    return results(mrb, holder);
 }
 
 void mm_http_init(mrb_state *mrb)
@@ -519,4 +659,7 @@ void mm_http_init(mrb_state *mrb)
     struct RClass *http = mrb_define_module_under(mrb, mm_binding_apache(mrb), "HTTP");
 
     mrb_define_module_function(mrb, http, "__perform", http_perform, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__start", http_start, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__step", http_step, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__finish", http_finish, MRB_ARGS_REQ(1));
 }

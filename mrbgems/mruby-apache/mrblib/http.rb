@@ -94,7 +94,7 @@ class Apache
 
       # One call; its Response, or raises an Apache::HTTP::Error.
       def request(method, url, **opts)
-        r = __result(__perform([__spec(method, url, opts)])[0])
+        r = __result(__run([__spec(method, url, opts)])[0])
         raise r if r.is_a?(Exception)
         r
       end
@@ -117,7 +117,20 @@ class Apache
             raise TypeError, 'Apache::HTTP.all: a call is a URL or a Hash'
           end
         end
-        __perform(specs).map { |r| __result(r) }
+        done = __run(specs) # not in a block: a block called from C cannot sleep
+        done.map { |r| __result(r) }
+      end
+
+      # In a content handler under the event MPM, the request is suspended
+      # while the calls run, and the script looks at them again after
+      # short sleeps; elsewhere the calls block the thread.
+      def __run(specs)
+        return __perform(specs) unless Apache::Async.__suspendable?
+        calls = __start(specs)
+        while (ms = __step(calls))
+          Apache::Async.sleep(ms)
+        end
+        __finish(calls)
       end
 
       def __spec(method, url, opts)
