@@ -52,6 +52,7 @@ def test_depends_on_the_api_of_the_installed_httpd():
     assert api in [p.strip() for p in provided.split(",")]
     assert "libmruby" not in depends and "libc6" in depends
     assert "liblmdb0" in depends  # mrubyCache's dictionary, linked by dpkg-shlibdeps
+    assert "libcurl4" in depends  # Apache::HTTP
 
 
 def test_a2enmod_enabled_it():
