@@ -325,3 +325,21 @@ def test_no_descriptor_leaks_after_many_calls(caller):
         if p in after:
             # the pool keeps at most a few idle connections per VM
             assert after[p] <= n + 16, (before, after)
+
+
+def test_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, backend, mpm):
+    """Eight requests wait 800 ms for the backend when httpd restarts
+    gracefully: each gets its own answer, and the new generation calls
+    out too."""
+    srv = make_httpd("http-graceful", mpm, "AddHandler mruby-script .mrb\n")
+    srv.write("htdocs/wait.mrb", "r = Apache::Request.new\n"
+              "res = Apache::HTTP.get('http://127.0.0.1:%d/slow?800')\n"
+              "Apache.rputs res.body + ' ' + r.args\n" % backend.port)
+    srv.start()
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        futures = [ex.submit(srv.get, "/wait.mrb?%d" % i) for i in range(8)]
+        time.sleep(0.3)
+        srv.graceful()
+        got = [f.result() for f in futures]
+    assert [(g.status, g.text) for g in got] == [(200, "slept 800 %d" % i) for i in range(8)]
+    assert srv.ok("/wait.mrb?after").text == "slept 800 after"

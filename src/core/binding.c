@@ -56,6 +56,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_pkey_init,
     mm_env_init,
     mm_http_init,
+    mm_subrequest_init,
     mm_code_guard_eval,
 };
 /* clang-format on */

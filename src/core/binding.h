@@ -36,6 +36,7 @@ void mm_random_init(mrb_state *mrb);     /* rb_securerandom.c: SecureRandom */
 void mm_pkey_init(mrb_state *mrb);       /* rb_pkey.c: OpenSSL::PKey (after rb_openssl.c) */
 void mm_env_init(mrb_state *mrb);        /* rb_env.c: ENV (read-only), Process.pid */
 void mm_http_init(mrb_state *mrb);       /* rb_http.c: Apache::HTTP's C half (libcurl) */
+void mm_subrequest_init(mrb_state *mrb); /* rb_subrequest.c: Request#subrequest's C half */
 
 /* The end of an outermost run (or of a stretch of one, before it sleeps):
  * forgets $~ and $1..$9, the request's data, so the next script run in the
