@@ -173,6 +173,12 @@ rescue => e
   Apache.rputs e.class.to_s + '|' + ((Time.now - t) * 1000).to_i.to_s + '|' + e.message
 end
 """ % locals(),
+        "htdocs/many_slow.mrb": """
+n = Apache::Request.new.args.to_i
+ok = 0
+n.times { ok += 1 if Apache::HTTP.get('%(base)s/slow?5').body == 'slept 5' }
+Apache.rputs ok.to_s
+""" % locals(),
         "htdocs/many.mrb": """
 n = Apache::Request.new.args.to_i
 ok = 0
@@ -316,15 +322,22 @@ def test_no_crosstalk_between_concurrent_requests(caller):
 
 
 def test_no_descriptor_leaks_after_many_calls(caller):
+    """10,000 calls that answer at once, and 200 that wait 5 ms (on the
+    event MPM those suspend their request): the children hold no more
+    descriptors than their pools' connections."""
     caller.get("/many.mrb?50")  # every child's VM has made its pool
     before = {p: open_fds(p) for p in children(caller.pid)}
-    for _ in range(20):
-        assert caller.get("/many.mrb?100").text == "100"
+    for _ in range(10):
+        assert caller.get("/many.mrb?1000").text == "1000"
+    for _ in range(10):
+        assert caller.get("/many_slow.mrb?20").text == "20"
     after = {p: open_fds(p) for p in children(caller.pid)}
     for p, n in before.items():
         if p in after:
-            # the pool keeps at most a few idle connections per VM
-            assert after[p] <= n + 16, (before, after)
+            # Each thread's VM keeps its idle connection to the backend
+            # (and the 25 threads of a child may each have served some of
+            # these requests); a leak of one per call would be thousands.
+            assert after[p] <= n + 60, (before, after)
 
 
 def test_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, backend, mpm):
