@@ -707,6 +707,7 @@ RECEIVERS = {
     "p": ("instance", "Apache::Params"), "Headers_in": ("instance", "Apache::Headers_in"),
     "d": ("instance", "Digest::Base"), "key": ("instance", "OpenSSL::PKey::PKey"),
     "res": ("instance", "Apache::HTTP::Response"), "hdrs": ("instance", "Apache::HTTP::Headers"),
+    "sock": ("instance", "Apache::Socket"), "db": ("instance", "Apache::Redis"),
 }
 # What a method without a receiver belongs to, by the section it is in.
 SECTION_RECEIVERS = {
@@ -890,7 +891,7 @@ def reserved_modules():
     text = section("ruby-api.md", "Reserved names")
     listed = re.search(r"The modules (.*?) are internal", text, re.S)
     assert listed, "no list of internal modules under Reserved names"
-    return set(re.findall(r"`(Apache::\w+)`", listed.group(1)))
+    return set(re.findall(r"`(Apache::\w+(?:::\w+)*)`", listed.group(1)))
 
 
 def documented_names():

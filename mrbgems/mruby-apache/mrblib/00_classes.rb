@@ -24,6 +24,17 @@ class Apache
     class Error < StandardError; end
   end
 
+  class Socket
+    class Error < StandardError; end
+    class Timeout < Error; end
+    class ConnectError < Error; end
+  end
+
+  class Redis
+    class Error < StandardError; end
+    class Reader; end
+  end
+
   module HTTP
     class Error < StandardError; end
     class Timeout < Error; end
