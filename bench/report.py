@@ -3,6 +3,7 @@ into a markdown report with the targets' verdicts, and a PNG bar chart."""
 
 import statistics
 
+import gateway
 from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, TARGETS
 
 MPMS = ("prefork", "worker", "event")
@@ -246,6 +247,9 @@ def markdown(results):
     if table:
         lines += ["", "## CPU parallelism: two CPU-bound requests in one child (event, 4 threads, "
                       "no pinning)", ""] + table
+    table = gateway.table(results)
+    if table:
+        lines += ["", "## Gateway: Apache::HTTP to a backend, event MPM", ""] + table
     if results.get("missing_packages"):
         lines += ["", "Debian packages missing: %s" % ", ".join(results["missing_packages"])]
     for name, why in results.get("skipped", {}).items():
