@@ -23,7 +23,12 @@
 
 #include "binding.h"
 #include "parse.h"
+#include "timeout.h"
 #include "vm.h"
+
+/* A blocking call that mrubyTimeout cuts short ends this long after the
+ * run's deadline, so that the deadline has passed when it returns. */
+#define HTTP_PAST_DEADLINE_MS 5
 
 /* The most calls one __perform runs at once. */
 #define HTTP_MAX_CALLS 64
@@ -46,6 +51,7 @@ typedef struct {
     size_t hlen, hcap; /* their length and room */
     int too_large;     /* 1: body over max, 2: headers over the limit */
     int done;          /* curl reported the call's end */
+    int cut;           /* its timeout is the run's mrubyTimeout's */
     CURLcode code;     /* how it ended */
     char err[CURL_ERROR_SIZE];
 } http_call_t;
@@ -304,7 +310,10 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: body must be a String or nil");
     }
     if (run_left > 0 && run_left < timeout) {
-        timeout = run_left; /* the script's own time is shorter */
+        /* The script's own time is shorter: the call ends just after it,
+         * and http_perform raises Apache::Timeout. */
+        timeout = run_left + HTTP_PAST_DEADLINE_MS;
+        c->cut = 1;
     }
     if (connect > timeout) {
         connect = timeout;
@@ -585,6 +594,7 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     mrb_value specs, holder;
     http_calls_t *calls;
     CURLM *m;
+    int i;
 
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
@@ -595,6 +605,11 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     attach(m, calls);
     drive(m, calls);
     detach(calls);
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].cut && calls->call[i].code == CURLE_OPERATION_TIMEDOUT) {
+            mm_timeout_expired(mrb); /* the script's time is up: raises */
+        }
+    }
     return results(mrb, holder);
 }
 
