@@ -3,6 +3,7 @@ into a markdown report with the targets' verdicts, and a PNG bar chart."""
 
 import statistics
 
+import gateway
 import micro
 from targets import BY_NAME, FLOOR, GROUP_HELLO, GROUP_REALISTIC, INSTRUCTIONS_ONLY, TARGETS
 
@@ -251,6 +252,9 @@ def markdown(results):
     if table:
         lines += ["", "## Single operations from Ruby (worker MPM, 2 processes x 8 threads; timed in the handler)",
                   ""] + table
+    table = gateway.table(results)
+    if table:
+        lines += ["", "## Gateway: Apache::HTTP to a backend, event MPM", ""] + table
     if results.get("missing_packages"):
         lines += ["", "Debian packages missing: %s" % ", ".join(results["missing_packages"])]
     for name, why in results.get("skipped", {}).items():

@@ -57,6 +57,8 @@ def test_depends_on_the_api_of_the_installed_httpd():
     assert "libmruby" not in depends and "libc6" in depends
     assert "python3" in [d.strip().split()[0] for d in depends.split(",")]  # mod_mruby-test
     assert "liblmdb0" in depends  # mrubyCache's dictionary, linked by dpkg-shlibdeps
+    assert "libcurl4" in depends  # Apache::HTTP
+    assert "libhiredis" in depends  # Apache::Redis
 
 
 def test_a2enmod_enabled_it():

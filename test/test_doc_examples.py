@@ -566,6 +566,23 @@ def test_json_example(make_httpd, mpm):
                                                              b'{"customer":"ann","total":16}')
 
 
+def test_http_example(make_httpd, mpm):
+    """The Apache::HTTP example merges two backends' answers; a backend
+    that does not answer in time leaves its part "unknown"."""
+    conf = ('<Location /user>\n    SetHandler mruby-native-script\n    mrubyHandler {root}/mruby/user.rb\n'
+            '</Location>\n' + answering("/stock", "Apache::Async.sleep Apache::Request.new.args.to_i; "
+                                                   "Apache.rputs 'in stock'"))
+    user = "r = Apache::Request.new\nApache.rputs JSON.generate('id' => r.args.split('=')[1].to_i)\n"
+    backend = make_httpd("doc-http-backend", "event", conf, files={"mruby/user.rb": user}).start()
+    script = adapt(api_example("Apache::HTTP", "ruby", count=1),
+                   ("127.0.0.1:8081", "127.0.0.1:%d" % backend.port),
+                   ('127.0.0.1:8082/stock"', '127.0.0.1:%d/stock?#{r.args}"' % backend.port))
+    srv = handler_server(make_httpd, mpm, "doc-http", script)
+    r = srv.ok("/x?0")
+    assert (r.headers["Content-Type"], r.body) == ("application/json", b'{"user":{"id":42},"stock":"in stock"}')
+    assert srv.ok("/x?2000").body == b'{"user":{"id":42},"stock":"unknown"}'
+
+
 def test_signed_value_example(make_httpd, mpm):
     """The HMAC example signs a value, checks it, refuses it changed."""
     srv = handler_server(make_httpd, mpm, "doc-hmac", api_example("Digest, HMAC and secure compares", "ruby"))
@@ -616,6 +633,7 @@ EXAMPLES = {
         ("Example: a rate limiter", "ruby"),
         ("Example: a page cache", "apache"),
         ("Example: a page cache", "ruby"),
+        ("Apache::HTTP", "ruby"),  # test_http_example
         ("JSON", "ruby"),  # test_json_example
         ("Digest, HMAC and secure compares", "ruby"),  # test_signed_value_example
         ("Apache::Filter", "ruby"),  # test_stream_filter_counts_bytes
@@ -688,6 +706,8 @@ RECEIVERS = {
     "t": ("instance", "Apache::Table"), "input": ("instance", "Apache::Input"),
     "p": ("instance", "Apache::Params"), "Headers_in": ("instance", "Apache::Headers_in"),
     "d": ("instance", "Digest::Base"), "key": ("instance", "OpenSSL::PKey::PKey"),
+    "res": ("instance", "Apache::HTTP::Response"), "hdrs": ("instance", "Apache::HTTP::Headers"),
+    "sock": ("instance", "Apache::Socket"), "db": ("instance", "Apache::Redis"),
 }
 # What a method without a receiver belongs to, by the section it is in.
 SECTION_RECEIVERS = {
@@ -871,7 +891,7 @@ def reserved_modules():
     text = section("ruby-api.md", "Reserved names")
     listed = re.search(r"The modules (.*?) are internal", text, re.S)
     assert listed, "no list of internal modules under Reserved names"
-    return set(re.findall(r"`(Apache::\w+)`", listed.group(1)))
+    return set(re.findall(r"`(Apache::\w+(?:::\w+)*)`", listed.group(1)))
 
 
 def documented_names():

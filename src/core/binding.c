@@ -56,6 +56,10 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_random_init,
     mm_pkey_init,
     mm_env_init,
+    mm_http_init,
+    mm_subrequest_init,
+    mm_socket_init,
+    mm_redis_init,
     mm_code_guard_eval,
 };
 /* clang-format on */

@@ -658,8 +658,10 @@ void mm_code_guard_eval(mrb_state *mrb)
 
 /* ------------------------------------------------------------ request time */
 
-/* True when an irep (or one nested in it) names the constant Async: the
- * script can sleep with Apache::Async.sleep, so it runs in a fiber. */
+/* True when an irep (or one nested in it) names the constant sym: a
+ * script that names Async can sleep with Apache::Async.sleep, one that
+ * names HTTP can wait for Apache::HTTP's calls by sleeping, so they run in
+ * a fiber. */
 static int refers_to(const mrb_irep *irep, mrb_sym sym)
 {
     int i;
@@ -690,7 +692,8 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
 
     mrb_gc_register(vm->mrb, mrb_obj_value(proc));
     l->proc = proc;
-    l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async"));
+    l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async")) ||
+                     refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "HTTP"));
 }
 
 mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,

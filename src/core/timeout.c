@@ -316,6 +316,22 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved)
     }
 }
 
+void mm_timeout_expired(mrb_state *mrb)
+{
+    mm_vm_t *vm = mm_vm_of(mrb);
+    apr_time_t deadline = __atomic_load_n(&vm->deadline, __ATOMIC_SEQ_CST);
+
+    if (deadline == 0 || clock_now() < deadline) {
+        return;
+    }
+    if (!vm->timed_out) {
+        vm->timed_out = 1;
+        vm->ticks = 0;
+    }
+    set_hook(mrb, timeout_hook); /* raises again while the script goes on */
+    mrb_raise(mrb, vm->timeout_class, "the script ran longer than mrubyTimeout allows");
+}
+
 int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
 {
     mm_vm_t *vm = run->vm;
@@ -347,6 +363,10 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved)
 int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
 {
     return 0;
+}
+
+void mm_timeout_expired(mrb_state *mrb)
+{
 }
 
 #endif

@@ -27,6 +27,12 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved);
  * ran out. */
 int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved);
 
+/* For a C method that waited until the run's deadline (an Apache::HTTP
+ * call its mrubyTimeout cut short): if the deadline has passed, raises
+ * Apache::Timeout as the hook would have at the script's next instruction
+ * (the run's time is up: a content handler answers 503); else returns. */
+void mm_timeout_expired(mrb_state *mrb);
+
 /* child_init: starts the watchdog thread when some section sets
  * mrubyTimeout (after mm_vm_child_init: it is stopped before the VMs are
  * closed). */

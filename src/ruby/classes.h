@@ -30,6 +30,10 @@ void mm_base64_init(mrb_state *mrb);     /* rb_base64.c: Base64 */
 void mm_random_init(mrb_state *mrb);     /* rb_securerandom.c: SecureRandom */
 void mm_pkey_init(mrb_state *mrb);       /* rb_pkey.c: OpenSSL::PKey (after rb_openssl.c) */
 void mm_env_init(mrb_state *mrb);        /* rb_env.c: ENV (read-only), Process.pid */
+void mm_http_init(mrb_state *mrb);       /* rb_http.c: Apache::HTTP's C half (libcurl) */
+void mm_subrequest_init(mrb_state *mrb); /* rb_subrequest.c: Request#subrequest's C half */
+void mm_socket_init(mrb_state *mrb);     /* rb_socket.c: Apache::Socket's C half (libcurl) */
+void mm_redis_init(mrb_state *mrb);      /* rb_redis.c: Apache::Redis's C half (hiredis) */
 
 /* On leave (mm_binding_leave): forgets $~ and $1..$9, the request's data,
  * so the next script run in the VM, another client's request, does not see

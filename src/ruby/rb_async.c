@@ -51,9 +51,28 @@ static mrb_value async_sleep(mrb_state *mrb, mrb_value self)
     return mrb_nil_value();
 }
 
+/* Apache::Async.__suspendable?: whether a wait here would suspend the
+ * request (Apache::HTTP waits by sleeping then, and blocks otherwise). As
+ * for a sleep, a script that could have been suspended runs in a fiber
+ * from its next run on. */
+static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
+{
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Async");
+
+    if (!mrb_nil_p(run->fiber) && mrb->c->fib == (struct RFiber *)mrb_obj_ptr(run->fiber) &&
+        !crosses_c_frame(mrb)) {
+        return mrb_true_value();
+    }
+    if (mrb_nil_p(run->fiber) && run->loaded && mm_suspend_possible(run)) {
+        run->loaded->may_suspend = 1;
+    }
+    return mrb_false_value();
+}
+
 void mm_async_init(mrb_state *mrb)
 {
     struct RClass *async = mrb_define_module_under(mrb, mm_binding_apache(mrb), "Async");
 
     mrb_define_module_function(mrb, async, "sleep", async_sleep, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, async, "__suspendable?", async_suspendable, MRB_ARGS_NONE());
 }

@@ -23,6 +23,25 @@ class Apache
   class Cache
     class Error < StandardError; end
   end
+
+  class Socket
+    class Error < StandardError; end
+    class Timeout < Error; end
+    class ConnectError < Error; end
+  end
+
+  class Redis
+    class Error < StandardError; end
+    class Reader; end
+  end
+
+  module HTTP
+    class Error < StandardError; end
+    class Timeout < Error; end
+    class ConnectError < Error; end
+    class TLSError < Error; end
+    class TooLarge < Error; end
+  end
 end
 
 # Regexp is C (rb_regexp.c, on PCRE2); MatchData is Ruby (regexp.rb).

@@ -12,6 +12,16 @@ class Apache
       Apache.return Apache::OK
     end
 
+    # A subrequest of this request for uri (a path of this server), run by
+    # httpd (handlers, mod_proxy, filters) with its response kept: an
+    # Apache::HTTP::Response. Blocks the thread while it runs.
+    def subrequest(uri, method: 'GET', headers: {}, max_size: 8 * 1024 * 1024)
+      flat = []
+      headers.each { |k, v| flat << k.to_s << v.to_s }
+      status, fields, body, too_large = __subrequest(method.to_s.upcase, uri, flat, max_size)
+      raise Apache::HTTP::TooLarge, 'subrequest: the response body is larger than max_size' if too_large
+      Apache::HTTP::Response.new(status, Apache::HTTP::Headers.new(fields), body)
+    end
 
     # The three methods below keep their result on the object; each calls
     # __check first, which raises for an object of an ended request as the

@@ -1,0 +1,145 @@
+"""The "gateway" case (issue 30): a mod_mruby handler that fetches a
+backend with Apache::HTTP and answers its body, on the event MPM.
+
+* Slow backend: it answers after 100 ms (Apache::Async.sleep); 1,000
+  clients at once (`ab -c 1000 -n 1000`, no keep-alive) against a gateway
+  of one child with 25 threads. Blocking calls would need 1000 / 25 x 100 ms
+  = 4 s; suspended ones, about 100 ms plus the work.
+* Fast backend: it answers at once; keep-alive throughput of the gateway
+  against mod_proxy (`ProxyPass` to the same backend, the C floor for this
+  job), side by side, rounds interleaved.
+
+Also the gateway's CPU per call (its processes' CPU time over the calls of
+the fast runs) and its memory per call in flight (resident memory of its
+child while 1,000 calls wait, less before, over 1,000)."""
+
+import statistics
+import time
+
+from ab import run_ab
+from server import Server, mpm_config
+
+BACKEND = r"""
+<Location /slow>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Async.sleep 100; Apache.rputs 'hello from the backend'"
+</Location>
+<Location /fast>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'hello from the backend'"
+</Location>
+"""
+
+GATEWAY = r"""
+ListenBacklog 4096
+<Location /gw>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/slow').body"
+</Location>
+<Location /gf>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/fast').body"
+</Location>
+ProxyPass /px http://127.0.0.1:{backend}/fast
+"""
+
+THREADS = 25
+
+
+def private_kb(srv):
+    return sum(p for _, p in srv.memory())
+
+
+def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
+    if "mruby" not in module_paths:
+        return {"error": "no mod_mruby"}
+    be_conf = mpm_config("event", 200, 50)
+    be_conf["AsyncRequestWorkerFactor"] = 40
+    backend = Server(args.httpd, args.modules_dir, "event", "gateway-backend",
+                     [("mruby", module_paths["mruby"])], BACKEND, {}, be_conf, tmp=tmp)
+    gw_conf = mpm_config("event", THREADS, THREADS)
+    gw_conf["AsyncRequestWorkerFactor"] = 40  # 1,000 suspended requests on 25 threads
+    out = {"threads": THREADS}
+    gateway = None
+    try:
+        backend.start()
+        gateway = Server(args.httpd, args.modules_dir, "event", "gateway",
+                         [("mruby", module_paths["mruby"]),
+                          ("proxy", args.modules_dir + "/mod_proxy.so"),
+                          ("proxy_http", args.modules_dir + "/mod_proxy_http.so")],
+                         GATEWAY.replace("{backend}", str(backend.port)), {}, gw_conf, tmp=tmp)
+        gateway.start()
+        # slow backend, 1,000 at once
+        run_ab(gateway.url + "/gw", 200, 200, False)  # every thread's VM and pool made
+        before = private_kb(gateway)
+        slow = []
+        for _ in range(rounds):
+            t = time.time()
+            r = run_ab(gateway.url + "/gw", 1000, 1000, False)
+            slow.append({"seconds": r.time_taken or (time.time() - t), "complete": r.complete,
+                         "real_failures": r.real_failures, "doc_length": r.doc_length})
+        during = []
+        # memory while 1,000 calls are in flight: sampled during one more run
+        import threading
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                during.append(private_kb(gateway))
+                time.sleep(0.02)
+        th = threading.Thread(target=sample)
+        th.start()
+        run_ab(gateway.url + "/gw", 1000, 1000, False)
+        done.set()
+        th.join()
+        out["slow"] = slow
+        out["slow_seconds_median"] = statistics.median(s["seconds"] for s in slow)
+        out["kb_per_call_in_flight"] = (max(during) - before) / 1000.0 if during else None
+        # fast backend, keep-alive, side by side
+        fast = {"gateway": [], "mod_proxy": []}
+        cpu = {"gateway": [], "mod_proxy": []}
+        for _ in range(rounds):
+            for name, path in (("gateway", "/gf"), ("mod_proxy", "/px")):
+                c0 = gateway.cpu_seconds()
+                r = run_ab(gateway.url + path, requests, concurrency, True)
+                c1 = gateway.cpu_seconds()
+                fast[name].append(r.rps)
+                cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
+        out["fast_rps"] = {k: statistics.median(v) for k, v in fast.items()}
+        out["cpu_us_per_call"] = {k: statistics.median(v) for k, v in cpu.items()}
+        out["ratio"] = out["fast_rps"]["gateway"] / out["fast_rps"]["mod_proxy"]
+        log("== gateway: 1000 clients, 100 ms backend: %.2f s (median); fast backend %.0f rps vs "
+            "mod_proxy %.0f rps (%.2f x); %.1f us CPU per call; %.1f KB per call in flight" % (
+                out["slow_seconds_median"], out["fast_rps"]["gateway"], out["fast_rps"]["mod_proxy"],
+                out["ratio"], out["cpu_us_per_call"]["gateway"], out["kb_per_call_in_flight"] or 0))
+    except Exception as e:  # noqa: BLE001 - reported in the results
+        out["error"] = str(e)[:300]
+        log("== gateway failed: %s" % e)
+    finally:
+        for srv in (gateway, backend):
+            if srv:
+                srv.stop()
+                srv.cleanup()
+    return out
+
+
+def table(results):
+    g = results.get("gateway")
+    if not g:
+        return []
+    if "error" in g:
+        return ["gateway case failed: %s" % g["error"]]
+    return [
+        "| measure | gateway (mod_mruby) | mod_proxy |", "|---|---:|---:|",
+        "| 1000 clients, backend answers after 100 ms, %d threads: seconds (median) | %.2f | |" % (
+            g["threads"], g["slow_seconds_median"]),
+        "| ... complete / real failures (worst round) | %d / %d | |" % (
+            min(s["complete"] for s in g["slow"]), max(s["real_failures"] for s in g["slow"])),
+        "| backend answers at once, `ab -k -c 50`: rps (median) | %.0f | %.0f |" % (
+            g["fast_rps"]["gateway"], g["fast_rps"]["mod_proxy"]),
+        "| ... ratio to mod_proxy | %.2f | 1 |" % g["ratio"],
+        "| ... server CPU per call (µs) | %.1f | %.1f |" % (
+            g["cpu_us_per_call"]["gateway"], g["cpu_us_per_call"]["mod_proxy"]),
+        "| private memory per call in flight (KB) | %s | |" % (
+            "%.1f" % g["kb_per_call_in_flight"] if g["kb_per_call_in_flight"] is not None else "–"),
+    ]

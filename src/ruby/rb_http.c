@@ -1,0 +1,698 @@
+/* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. One
+ * method, Apache::HTTP.__perform(specs), runs one or more calls at once on
+ * the VM's curl multi handle (its keep-alive pool) and returns, for each,
+ * [status, [name, value, ...], body] or [error class name, message]. The
+ * Ruby half (mrblib/http.rb) checks the options and builds the responses
+ * and exceptions. The calls block the thread (every MPM, every phase),
+ * bounded by their timeouts and the run's mrubyTimeout. */
+
+#include "httpd.h"
+
+#include <mruby.h>
+#include <mruby/array.h>
+#include <mruby/class.h>
+#include <mruby/data.h>
+#include <mruby/string.h>
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "binding.h"
+#include "parse.h"
+#include "timeout.h"
+#include "vm.h"
+
+/* A blocking call that mrubyTimeout cuts short ends this long after the
+ * run's deadline, so that the deadline has passed when it returns. */
+#define HTTP_PAST_DEADLINE_MS 5
+
+/* The most calls one __perform runs at once. */
+#define HTTP_MAX_CALLS 64
+/* The most bytes of response header lines kept (a backend sending more is
+ * refused: TooLarge). */
+#define HTTP_MAX_HEADER_BYTES (64 * 1024)
+/* Idle connections a VM keeps, and how long an idle one may be reused. */
+#define HTTP_POOL_SIZE 16
+#define HTTP_IDLE_SEC  30L
+
+/* One call: its easy handle, and what came back. malloc'd memory, owned
+ * by the calls' Data object (freed by the GC if a raise skips the end). */
+typedef struct {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;        /* the response body so far */
+    size_t len, cap;   /* its length and room */
+    size_t max;        /* the most body bytes accepted */
+    char *hdr;         /* the last response's header lines, as received */
+    size_t hlen, hcap; /* their length and room */
+    int too_large;     /* 1: body over max, 2: headers over the limit */
+    int done;          /* curl reported the call's end */
+    int cut;           /* its timeout is the run's mrubyTimeout's */
+    CURLcode code;     /* how it ended */
+    char err[CURL_ERROR_SIZE];
+} http_call_t;
+
+typedef struct {
+    CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
+    unsigned pause; /* suspended calls: the last wait between two looks, ms */
+    long longest;   /* the longest timeout of the calls, ms */
+    int n;
+    http_call_t call[1];
+} http_calls_t;
+
+static void calls_free(mrb_state *mrb, void *p)
+{
+    http_calls_t *calls = p;
+    int i;
+
+    if (calls == NULL) {
+        return;
+    }
+    /* A script that never woke (its request went away while it waited):
+     * the handles leave the VM's multi handle before they are freed. */
+    for (i = 0; calls->multi && i < calls->n; i++) {
+        if (calls->call[i].easy) {
+            curl_multi_remove_handle(calls->multi, calls->call[i].easy);
+        }
+    }
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].easy) {
+            curl_easy_cleanup(calls->call[i].easy);
+        }
+        curl_slist_free_all(calls->call[i].headers);
+        free(calls->call[i].body);
+        free(calls->call[i].hdr);
+    }
+    free(calls);
+}
+
+static const mrb_data_type calls_type = {"Apache::HTTP calls", calls_free};
+
+/* curl_global_init once per process; it must not run in two threads at once. */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static apr_status_t multi_cleanup(void *m)
+{
+    curl_multi_cleanup(m);
+    return APR_SUCCESS;
+}
+
+/* The VM's multi handle: its connection cache is the VM's keep-alive pool.
+ * Made on first use; cleaned up with the VM's pool. One thread uses a VM
+ * at a time (event MPM: under its lock), so the handle needs no lock. */
+static CURLM *vm_multi(mrb_state *mrb)
+{
+    mm_vm_t *vm = mm_vm_of(mrb);
+    void *m = NULL;
+
+    apr_pool_userdata_get(&m, "mm_http_multi", vm->pool);
+    if (m == NULL) {
+        pthread_once(&global_once, global_init);
+        if (global_rc != CURLE_OK || (m = curl_multi_init()) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
+        }
+        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
+        apr_pool_userdata_set(m, "mm_http_multi", multi_cleanup, vm->pool);
+    }
+    return m;
+}
+
+/* Appends len bytes to a growing malloc'd buffer; 0 when out of memory. */
+static int grow(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t want = *cap ? *cap : 4096;
+        char *nb;
+
+        while (want < *len + n) {
+            want *= 2;
+        }
+        if ((nb = realloc(*buf, want)) == NULL) {
+            return 0;
+        }
+        *buf = nb;
+        *cap = want;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    return 1;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
+{
+    http_call_t *c = ud;
+    size_t n = size * nmemb;
+
+    if (c->len + n > c->max) {
+        c->too_large = 1;
+        return 0; /* curl ends the call: CURLE_WRITE_ERROR */
+    }
+    return grow(&c->body, &c->len, &c->cap, data, n) ? n : 0;
+}
+
+/* Header lines: a status line starts a new response (an interim 100, or a
+ * redirect that is followed), whose lines replace the previous ones. */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
+{
+    http_call_t *c = ud;
+    size_t n = size * nmemb;
+
+    if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+        c->hlen = 0;
+    }
+    if (c->hlen + n > HTTP_MAX_HEADER_BYTES) {
+        c->too_large = 2;
+        return 0;
+    }
+    return grow(&c->hdr, &c->hlen, &c->hcap, data, n) ? n : 0;
+}
+
+/* Appends "name: value" to l (a copy; "name;" for an empty value, as
+ * "name:" would only remove curl's own header); NULL when out of memory. */
+static struct curl_slist *header_append(struct curl_slist *l, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    char *line = malloc(nl + vl + 3);
+    struct curl_slist *r;
+
+    if (line == NULL) {
+        return NULL;
+    }
+    memcpy(line, name, nl);
+    if (vl) {
+        memcpy(line + nl, ": ", 2);
+        memcpy(line + nl + 2, value, vl + 1);
+    } else {
+        memcpy(line + nl, ";", 2);
+    }
+    r = curl_slist_append(l, line);
+    free(line);
+    return r;
+}
+
+static const char *spec_str(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
+{
+    mrb_value v = mrb_ary_entry(spec, i);
+
+    if (!mrb_string_p(v)) {
+        mrb_raisef(mrb, E_TYPE_ERROR, "Apache::HTTP: %s must be a String", what);
+    }
+    return mrb_string_value_cstr(mrb, &v); /* raises for an embedded NUL */
+}
+
+static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
+{
+    mrb_value v = mrb_ary_entry(spec, i);
+
+    if (!mrb_integer_p(v) || mrb_integer(v) < 1 || mrb_integer(v) > 86400000) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR,
+                   "Apache::HTTP: %s must be an Integer of milliseconds, 1 to 86400000", what);
+    }
+    return (long)mrb_integer(v);
+}
+
+/* The milliseconds left of the run's mrubyTimeout, or 0 for none. */
+static long run_ms_left(mrb_state *mrb)
+{
+    apr_time_t deadline = __atomic_load_n(&mm_vm_of(mrb)->deadline, __ATOMIC_SEQ_CST);
+    struct timespec ts;
+    apr_time_t now;
+
+    if (deadline == 0) {
+        return 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
+    return deadline > now + 1000 ? (long)((deadline - now) / 1000) : 1;
+}
+
+/* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
+ * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
+ * CA file or nil]. Raises for a bad spec (the Data object frees c). */
+static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
+{
+    const char *method, *url;
+    mrb_value hdrs, body, ca;
+    long timeout, connect;
+    mrb_int i, max, redirects;
+    CURLU *u;
+    char *host = NULL, *scheme = NULL;
+    CURLUcode uc;
+
+    if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 9) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR,
+                  "Apache::HTTP: a call is [method, url, headers, body, timeout, "
+                  "connect_timeout, max_size, redirects, ca_file]");
+    }
+    method = spec_str(mrb, spec, 0, "the method");
+    url = spec_str(mrb, spec, 1, "the URL");
+    if (!mm_parse_header_name_ok(method)) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s is not a method name", method);
+    }
+    /* http and https only, with a host: curl's parser would take
+     * "http:///x" as host x, so the authority is checked here first. */
+    if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
+        const char *a = strstr(url, "://") + 3;
+
+        if (*a == '\0' || *a == '/' || *a == '?' || *a == '#') {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: the URL has no host: %s", url);
+        }
+    } else {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: only http:// and https:// URLs are fetched: %s",
+                   url);
+    }
+    if ((u = curl_url()) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    uc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (uc == CURLUE_OK) {
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+        curl_url_get(u, CURLUPART_HOST, &host, 0);
+    }
+    i = uc != CURLUE_OK                                                         ? 1
+        : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
+        : host == NULL || host[0] == '\0'                                       ? 3
+                                                                                : 0;
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    if (i != 0) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s: %s",
+                   i == 1   ? "not a URL"
+                   : i == 2 ? "only http:// and https:// URLs are fetched"
+                            : "the URL has no host",
+                   url);
+    }
+    hdrs = mrb_ary_entry(spec, 2);
+    body = mrb_ary_entry(spec, 3);
+    timeout = spec_ms(mrb, spec, 4, "timeout");
+    connect = spec_ms(mrb, spec, 5, "connect_timeout");
+    max = mrb_integer_p(mrb_ary_entry(spec, 6)) ? mrb_integer(mrb_ary_entry(spec, 6)) : -1;
+    redirects = mrb_integer_p(mrb_ary_entry(spec, 7)) ? mrb_integer(mrb_ary_entry(spec, 7)) : -1;
+    ca = mrb_ary_entry(spec, 8);
+    if (max < 0 || redirects < 0 || redirects > 20) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: max_size must be >= 0, redirects from 0 to 20");
+    }
+    if (!mrb_array_p(hdrs) || RARRAY_LEN(hdrs) % 2) {
+        mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: headers must be name, value pairs");
+    }
+    if (!mrb_nil_p(body) && !mrb_string_p(body)) {
+        mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: body must be a String or nil");
+    }
+    if (run_left > 0 && run_left < timeout) {
+        /* The script's own time is shorter: the call ends just after it,
+         * and http_perform raises Apache::Timeout. */
+        timeout = run_left + HTTP_PAST_DEADLINE_MS;
+        c->cut = 1;
+    }
+    if (connect > timeout) {
+        connect = timeout;
+    }
+    c->max = (size_t)max;
+    if ((c->easy = curl_easy_init()) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    /* "Expect:" off: curl would wait for a 100 before a large body. */
+    if ((c->headers = curl_slist_append(NULL, "Expect:")) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    for (i = 0; i < RARRAY_LEN(hdrs); i += 2) {
+        mrb_value nv = mrb_ary_entry(hdrs, i), vv = mrb_ary_entry(hdrs, i + 1);
+        const char *name, *value;
+        struct curl_slist *l;
+
+        if (!mrb_string_p(nv) || !mrb_string_p(vv)) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: header names and values must be Strings");
+        }
+        name = mrb_string_value_cstr(mrb, &nv);
+        if (!mm_parse_header_name_ok(name)) {
+            mrb_raise(mrb, E_ARGUMENT_ERROR,
+                      "Apache::HTTP: a header name is not a token (CR, LF, space, ...)");
+        }
+        if (!mm_parse_header_value_ok(RSTRING_PTR(vv), (size_t)RSTRING_LEN(vv))) {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: the value of header %s has a control character",
+                       name);
+        }
+        value = mrb_string_value_cstr(mrb, &vv);
+        l = header_append(c->headers, name, value);
+        if (l == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        c->headers = l;
+    }
+
+    curl_easy_setopt(c->easy, CURLOPT_URL, url);
+    curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
+    curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
+    curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
+    curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
+    curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
+    curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c); /* see collect */
+    if (redirects > 0) {
+        curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 1L);
+        curl_easy_setopt(c->easy, CURLOPT_MAXREDIRS, (long)redirects);
+    }
+    if (!mrb_nil_p(ca)) {
+        curl_easy_setopt(c->easy, CURLOPT_CAINFO, spec_str(mrb, spec, 8, "ca_file"));
+    }
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(c->easy, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (!mrb_nil_p(body)) {
+        curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)RSTRING_LEN(body));
+        curl_easy_setopt(c->easy, CURLOPT_COPYPOSTFIELDS, RSTRING_PTR(body));
+        if (strcmp(method, "POST") != 0) {
+            curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
+        }
+    }
+    return timeout;
+}
+
+/* Takes curl's news of ended calls. The VM's multi handle may also hold
+ * the calls of scripts of this VM that are suspended: each call is found
+ * through its handle's private pointer, whoever it belongs to. */
+static void collect(CURLM *m)
+{
+    CURLMsg *msg;
+    http_call_t *c;
+    int left;
+
+    while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+        if (msg->msg == CURLMSG_DONE &&
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c) == CURLE_OK && c) {
+            c->done = 1;
+            c->code = msg->data.result;
+        }
+    }
+}
+
+static int all_done(const http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        if (!calls->call[i].done) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void attach(CURLM *m, http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        curl_multi_add_handle(m, calls->call[i].easy);
+    }
+    calls->multi = m;
+}
+
+static void detach(http_calls_t *calls)
+{
+    int i;
+
+    for (i = 0; calls->multi && i < calls->n; i++) {
+        curl_multi_remove_handle(calls->multi, calls->call[i].easy);
+    }
+    calls->multi = NULL;
+}
+
+/* Blocks until each of the calls has ended (curl enforces their timeouts;
+ * a second past the longest, they are given up as a last resort). */
+static void drive(CURLM *m, http_calls_t *calls)
+{
+    apr_time_t end = apr_time_now() + apr_time_from_msec(calls->longest) + apr_time_from_sec(1);
+    int running;
+
+    for (;;) {
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            break;
+        }
+        collect(m);
+        if (all_done(calls) || apr_time_now() > end) {
+            break;
+        }
+        /* curl shortens the wait to its own next timer */
+        if (curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+            break;
+        }
+    }
+}
+
+/* The class name and message of a failed call. */
+static const char *failure(http_call_t *c, const char **cls)
+{
+    *cls = "Error";
+    if (c->too_large == 1) {
+        *cls = "TooLarge";
+        return "the response body is larger than max_size";
+    }
+    if (c->too_large == 2) {
+        *cls = "TooLarge";
+        return "the response headers are larger than 64 KB";
+    }
+    if (!c->done) {
+        return "the call did not complete";
+    }
+    switch (c->code) {
+    case CURLE_OPERATION_TIMEDOUT:
+        *cls = "Timeout";
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        *cls = "ConnectError";
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+        *cls = "TLSError";
+        break;
+    default:
+        break;
+    }
+    return c->err[0] ? c->err : curl_easy_strerror(c->code);
+}
+
+/* The result of call c, as the Ruby half reads it. */
+static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+{
+    mrb_value r = mrb_ary_new_capa(mrb, 3), hs;
+    const char *cls, *msg;
+    long status = 0;
+    size_t pos = 0;
+
+    if (c->too_large || !c->done || c->code != CURLE_OK) {
+        msg = failure(c, &cls);
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
+        return r;
+    }
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+    hs = mrb_ary_new(mrb);
+    /* Header lines: "Name: value\r\n"; the status line and the empty last
+     * line have no colon (obsolete folded lines are dropped). */
+    while (pos < c->hlen) {
+        const char *line = c->hdr + pos, *end = memchr(line, '\n', c->hlen - pos), *colon, *v, *ve;
+
+        end = end ? end : c->hdr + c->hlen;
+        pos = (size_t)(end - c->hdr) + 1;
+        colon = memchr(line, ':', (size_t)(end - line));
+        if (colon == NULL || line[0] == ' ' || line[0] == '\t' || colon == line) {
+            continue;
+        }
+        for (v = colon + 1; v < end && (*v == ' ' || *v == '\t'); v++) {
+        }
+        for (ve = end; ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'); ve--) {
+        }
+        mrb_ary_push(mrb, hs, mrb_str_new(mrb, line, colon - line));
+        mrb_ary_push(mrb, hs, mrb_str_new(mrb, v, ve - v));
+    }
+    mrb_ary_push(mrb, r, mrb_fixnum_value(status));
+    mrb_ary_push(mrb, r, hs);
+    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->body, (mrb_int)c->len));
+    return r;
+}
+
+/* The calls of specs, set up (raises for a bad spec: the Data object
+ * frees what was made). */
+static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
+{
+    mrb_value holder;
+    http_calls_t *calls;
+    mrb_int n, i;
+    long t;
+
+    n = RARRAY_LEN(specs);
+    if (n < 1 || n > HTTP_MAX_CALLS) {
+        mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: from 1 to %d calls at once", HTTP_MAX_CALLS);
+    }
+    holder = mrb_obj_value(mrb_data_object_alloc(mrb, mrb->object_class, NULL, &calls_type));
+    if ((calls = calloc(1, sizeof *calls + (size_t)(n - 1) * sizeof calls->call[0])) == NULL) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    }
+    DATA_PTR(holder) = calls;
+    for (i = 0; i < n; i++) {
+        calls->n = (int)i + 1;
+        t = setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        calls->longest = t > calls->longest ? t : calls->longest;
+    }
+    return holder;
+}
+
+static http_calls_t *calls_of(mrb_state *mrb, mrb_value h)
+{
+    http_calls_t *calls = mrb_data_check_get_ptr(mrb, h, &calls_type);
+
+    if (calls == NULL) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: not calls in progress");
+    }
+    return calls;
+}
+
+/* The results of the calls, which are out of the multi handle; frees
+ * their memory now rather than at the next collection. */
+static mrb_value results(mrb_state *mrb, mrb_value holder)
+{
+    http_calls_t *calls = DATA_PTR(holder);
+    mrb_value out = mrb_ary_new_capa(mrb, calls->n);
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
+    }
+    calls_free(mrb, calls);
+    DATA_PTR(holder) = NULL;
+    return out;
+}
+
+/* Apache::HTTP.__perform(specs): runs them all at once, blocking; an Array
+ * of their results, in order. */
+static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    http_calls_t *calls;
+    CURLM *m;
+    int i;
+
+    mrb_get_args(mrb, "A", &specs);
+    mm_binding_run(mrb, "Apache::HTTP");
+    m = vm_multi(mrb);
+    holder = make_calls(mrb, specs, run_ms_left(mrb));
+    calls = DATA_PTR(holder);
+    /* Nothing raises from here until the handles are out of m again. */
+    attach(m, calls);
+    drive(m, calls);
+    detach(calls);
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].cut && calls->call[i].code == CURLE_OPERATION_TIMEDOUT) {
+            mm_timeout_expired(mrb); /* the script's time is up: raises */
+        }
+    }
+    return results(mrb, holder);
+}
+
+/* How long __start waits for the calls before the script suspends. */
+#define HTTP_SPIN_MS 2
+
+/* For a script that waits by suspending its request (Apache::Async.sleep):
+ * __start(specs) makes the calls and starts them, __step(calls) gives the
+ * milliseconds to sleep before it looks again, or nil once every call has
+ * ended (at once if they ended within HTTP_SPIN_MS of the start: then the
+ * request is not suspended), and __finish(calls) gives the results. The script's time asleep
+ * does not count for mrubyTimeout, so its deadline does not shorten the
+ * calls. */
+static mrb_value http_start(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    http_calls_t *calls;
+    apr_time_t end;
+    CURLM *m;
+    int running;
+
+    mrb_get_args(mrb, "A", &specs);
+    mm_binding_run(mrb, "Apache::HTTP");
+    m = vm_multi(mrb);
+    holder = make_calls(mrb, specs, 0);
+    calls = DATA_PTR(holder);
+    attach(m, calls);
+    /* A service that answers at once (a near one, a kept connection)
+     * answers within a millisecond or two: waiting for it here costs the
+     * thread less than suspending the request, and keeps the client's
+     * connection alive. */
+    end = apr_time_now() + apr_time_from_msec(HTTP_SPIN_MS);
+    for (;;) {
+        curl_multi_perform(m, &running);
+        collect(m);
+        if (all_done(calls) || apr_time_now() >= end) {
+            break;
+        }
+        curl_multi_poll(m, NULL, 0, 1, NULL);
+    }
+    return holder;
+}
+
+/* The waits between two looks: short at first (an answer from a near
+ * service comes in a millisecond or two), then longer, at most this. */
+#define HTTP_PAUSE_MAX 16
+
+static mrb_value http_step(mrb_state *mrb, mrb_value self)
+{
+    http_calls_t *calls = calls_of(mrb, mrb_get_arg1(mrb));
+    long curl_ms = -1;
+    int running;
+
+    if (calls->multi == NULL) {
+        return mrb_nil_value();
+    }
+    curl_multi_perform(calls->multi, &running);
+    collect(calls->multi);
+    if (all_done(calls)) {
+        return mrb_nil_value();
+    }
+    calls->pause = calls->pause ? calls->pause * 2 : 1;
+    if (calls->pause > HTTP_PAUSE_MAX) {
+        calls->pause = HTTP_PAUSE_MAX;
+    }
+    curl_multi_timeout(calls->multi, &curl_ms);
+    return mrb_fixnum_value(curl_ms >= 0 && curl_ms < (long)calls->pause ? curl_ms : (long)calls->pause);
+}
+
+static mrb_value http_finish(mrb_state *mrb, mrb_value self)
+{
+    mrb_value holder = mrb_get_arg1(mrb);
+
+    detach(calls_of(mrb, holder));
+    return results(mrb, holder);
+}
+
+void mm_http_init(mrb_state *mrb)
+{
+    struct RClass *http = mrb_define_module_under(mrb, mm_binding_apache(mrb), "HTTP");
+
+    mrb_define_module_function(mrb, http, "__perform", http_perform, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__start", http_start, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__step", http_step, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__finish", http_finish, MRB_ARGS_REQ(1));
+}

@@ -1,0 +1,360 @@
+"""Apache::HTTP: scripts call other HTTP services through libcurl. A backend
+httpd (event MPM) answers at once, slowly, chunked, large; a small Python
+server misbehaves (closes mid-answer, never answers, sends huge headers); a
+port nobody listens on refuses. The calling server runs on every MPM."""
+
+import concurrent.futures
+import socket
+import threading
+import time
+
+import pytest
+
+from httpd import MPMS, Httpd, backend_httpd, serving
+from loopback import free_port
+from procs import children, open_fds
+
+BACKEND = r"""
+<Location /echo>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.headers_out['X-Echo-Token'] = r.headers_in['X-Token'].to_s; r.headers_out['X-Echo-Method'] = r.method; r.headers_out['Set-Cookie'] = 'a=1'; r.err_headers_out.add('Set-Cookie', 'b=2'); Apache.rputs r.body.to_s"
+</Location>
+<Location /port>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.connection.remote_port.to_s"
+</Location>
+<Location /slow>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; Apache::Async.sleep r.args.to_i; Apache.rputs 'slept ' + r.args"
+</Location>
+<Location /chunked>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "20.times { |i| Apache.rputs((i % 10).to_s * 5000) }"
+</Location>
+<Location /big>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'b' * 1_000_000"
+</Location>
+<Location /status>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; Apache.return r.args.to_i"
+</Location>
+"""
+
+backend = backend_httpd("http-backend", BACKEND)
+
+
+class Misbehaving:
+    """A loopback HTTP server that answers badly, by path: /close sends part
+    of a body then closes, /never reads the request and says nothing,
+    /huge_headers sends 100 KB of header fields."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.held = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        conn.settimeout(5)
+        data = b""
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            path = data.split(b" ", 2)[1]
+            if path == b"/close":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+            elif path == b"/never":
+                self.held.append(conn)
+                return
+            elif path == b"/huge_headers":
+                fields = b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 1000) for i in range(100))
+                conn.sendall(b"HTTP/1.1 200 OK\r\n" + fields + b"Content-Length: 2\r\n\r\nok")
+            conn.close()
+        except OSError:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def evil():
+    srv = Misbehaving()
+    yield srv
+    srv.close()
+
+
+def scripts(backend_port, evil_port, refused_port):
+    base = "http://127.0.0.1:%d" % backend_port
+    bad = "http://127.0.0.1:%d" % evil_port
+    return {
+        # A token goes to the backend in a header and in the body, and comes back.
+        "htdocs/echo.mrb": """
+r = Apache::Request.new
+tok = r.args.to_s
+res = Apache::HTTP.post('%(base)s/echo', body: 'body-' + tok, headers: {'X-Token' => tok})
+Apache.rputs [res.status, res.headers['x-echo-token'], res.headers['X-ECHO-METHOD'],
+              res.headers.get_all('set-cookie').join('+'), res.body].join('|')
+""" % locals(),
+        "htdocs/methods.mrb": """
+out = []
+out << Apache::HTTP.get('%(base)s/echo', headers: {'X-Token' => 'g'}).headers['x-echo-method']
+out << Apache::HTTP.put('%(base)s/echo', body: 'p').body
+out << Apache::HTTP.delete('%(base)s/echo').headers['x-echo-method']
+h = Apache::HTTP.head('%(base)s/big')
+out << h.status << h.body.size
+out << Apache::HTTP.request('PATCH', '%(base)s/echo', body: 'pa').headers['x-echo-method']
+out << Apache::HTTP.get('%(base)s/status?404').status
+Apache.rputs out.join(',')
+""" % locals(),
+        # Two calls in a row, then the next request: one connection.
+        "htdocs/reuse.mrb": """
+a = Apache::HTTP.get('%(base)s/port').body
+b = Apache::HTTP.get('%(base)s/port').body
+Apache.rputs a + ',' + b
+""" % locals(),
+        "htdocs/all.mrb": """
+t = Time.now
+res = Apache::HTTP.all(['%(base)s/slow?300', {url: '%(base)s/slow?200'},
+                        {url: '%(base)s/echo', method: 'POST', body: 'e'},
+                        {url: 'http://127.0.0.1:%(refused_port)d/'}, '%(base)s/slow?300'])
+ms = ((Time.now - t) * 1000).to_i
+Apache.rputs res.map { |x| x.is_a?(Exception) ? x.class.to_s : x.body }.join(',') + ',' + ms.to_s
+""" % locals(),
+        "htdocs/chunked.mrb": """
+res = Apache::HTTP.get('%(base)s/chunked')
+Apache.rputs [res.headers['transfer-encoding'], res.body.size, res.body[4999, 2], res.body[-1]].join(',')
+""" % locals(),
+        # Each failure, by name: the class of what was raised and the time it took.
+        "htdocs/fail.mrb": """
+cases = {
+  'refused' => -> { Apache::HTTP.get('http://127.0.0.1:%(refused_port)d/') },
+  'timeout' => -> { Apache::HTTP.get('%(base)s/slow?3000', timeout: 300) },
+  'never' => -> { Apache::HTTP.get('%(bad)s/never', timeout: 400) },
+  'close' => -> { Apache::HTTP.get('%(bad)s/close') },
+  'huge_headers' => -> { Apache::HTTP.get('%(bad)s/huge_headers') },
+  'too_large' => -> { Apache::HTTP.get('%(base)s/big', max_size: 1000) },
+  'no_host' => -> { Apache::HTTP.get('http:///x') },
+  'not_http' => -> { Apache::HTTP.get('file:///etc/passwd') },
+  'not_a_url' => -> { Apache::HTTP.get('::') },
+  'bad_port' => -> { Apache::HTTP.get('http://127.0.0.1:99999/') },
+  'crlf_value' => -> { Apache::HTTP.get('%(base)s/echo', headers: {'X-A' => "a\\r\\nX-B: b"}) },
+  'crlf_name' => -> { Apache::HTTP.get('%(base)s/echo', headers: {"X-A\\r\\nX-B" => 'b'}) },
+  'bad_option' => -> { Apache::HTTP.get('%(base)s/echo', tiemout: 5) },
+  'bad_timeout' => -> { Apache::HTTP.get('%(base)s/echo', timeout: 0) },
+  'bad_method' => -> { Apache::HTTP.request('GE T', '%(base)s/echo') },
+}
+t = Time.now
+begin
+  cases[Apache::Request.new.args].call
+  Apache.rputs 'no error'
+rescue => e
+  Apache.rputs e.class.to_s + '|' + ((Time.now - t) * 1000).to_i.to_s + '|' + e.message
+end
+""" % locals(),
+        "htdocs/many_slow.mrb": """
+n = Apache::Request.new.args.to_i
+ok = 0
+n.times { ok += 1 if Apache::HTTP.get('%(base)s/slow?5').body == 'slept 5' }
+Apache.rputs ok.to_s
+""" % locals(),
+        "htdocs/many.mrb": """
+n = Apache::Request.new.args.to_i
+ok = 0
+n.times { ok += 1 if Apache::HTTP.get('%(base)s/port').status == 200 }
+Apache.rputs ok.to_s
+""" % locals(),
+    }
+
+
+CALLER = r"""
+AddHandler mruby-script .mrb
+<Location /limited.mrb>
+    mrubyTimeout 400
+</Location>
+"""
+
+
+@pytest.fixture(scope="module", params=MPMS)
+def caller(request, backend, evil):
+    refused = free_port()
+    srv = Httpd("http-caller", request.param, CALLER)
+    for rel, text in scripts(backend.port, evil.port, refused).items():
+        srv.write(rel, text)
+    srv.write("htdocs/limited.mrb", "Apache::HTTP.get('http://127.0.0.1:%d/slow?1000')\n"
+              "Apache.rputs 'answered'\n" % backend.port)
+    yield from serving(srv)
+
+
+def test_post_carries_headers_and_body_and_reads_them_back(caller):
+    r = caller.get("/echo.mrb?tok123")
+    assert r.status == 200
+    assert r.text == "200|tok123|POST|b=2+a=1|body-tok123"
+
+
+def test_every_method_and_a_status_that_is_not_an_error(caller):
+    r = caller.get("/methods.mrb")
+    assert r.status == 200
+    assert r.text == "GET,p,DELETE,200,0,PATCH,404"
+
+
+def test_keep_alive_reuses_one_connection_within_and_across_requests(caller):
+    first = caller.get("/reuse.mrb")
+    a, b = first.text.split(",")
+    assert first.status == 200 and a == b and int(a) > 0
+    if caller.mpm == "prefork":
+        # one child answers both requests (ours is a single connection)
+        second = caller.get("/reuse.mrb")
+        assert second.text.split(",")[0] in (a, second.text.split(",")[1])
+
+
+def test_all_runs_calls_at_once_and_keeps_their_order(caller):
+    r = caller.get("/all.mrb")
+    assert r.status == 200
+    parts = r.text.split(",")
+    assert parts[:5] == ["slept 300", "slept 200", "e", "Apache::HTTP::ConnectError", "slept 300"]
+    # one after the other would take 800 ms
+    assert int(parts[5]) < 700, r.text
+
+
+def test_a_chunked_body_is_decoded(caller):
+    r = caller.get("/chunked.mrb")
+    assert r.status == 200
+    assert r.text == "chunked,100000,01,9"
+
+
+@pytest.mark.parametrize("case,cls,most_ms,words", [
+    ("refused", "Apache::HTTP::ConnectError", 3000, "connect"),
+    ("timeout", "Apache::HTTP::Timeout", 1500, "timed out"),
+    ("never", "Apache::HTTP::Timeout", 1500, "timed out"),
+    ("close", "Apache::HTTP::Error", 3000, "transfer closed"),
+    ("huge_headers", "Apache::HTTP::TooLarge", 3000, "64 KB"),
+    ("too_large", "Apache::HTTP::TooLarge", 3000, "max_size"),
+    ("no_host", "ArgumentError", 100, "no host"),
+    ("not_http", "ArgumentError", 100, "only http:// and https://"),
+    ("not_a_url", "ArgumentError", 100, "only http://"),
+    ("bad_port", "ArgumentError", 100, "not a URL"),
+    ("crlf_value", "ArgumentError", 100, "control character"),
+    ("crlf_name", "ArgumentError", 100, "not a token"),
+    ("bad_option", "ArgumentError", 100, "unknown option :tiemout"),
+    ("bad_timeout", "ArgumentError", 100, "milliseconds"),
+    ("bad_method", "ArgumentError", 100, "not a method name"),
+])
+def test_failures_raise_what_happened(caller, case, cls, most_ms, words):
+    r = caller.get("/fail.mrb?" + case)
+    assert r.status == 200
+    got_cls, ms, msg = r.text.split("|", 2)
+    assert got_cls == cls, r.text
+    assert int(ms) <= most_ms, r.text
+    assert words in msg, r.text
+
+
+def test_mruby_timeout_bounds_a_blocking_call_not_a_suspended_one(caller):
+    """mrubyTimeout 400 and a backend that answers after 1 s: a call that
+    blocks counts as the script's time, and is cut short; on the event MPM
+    the request is suspended while it waits, which does not count."""
+    t = time.time()
+    r = caller.get("/limited.mrb")
+    took = time.time() - t
+    if caller.mpm == "event":
+        assert (r.status, r.text) == (200, "answered")
+        assert took >= 1.0
+        assert r.headers["Connection"] == "close"  # it was suspended
+    else:
+        # the run's time is up: Apache::Timeout, and a content handler out
+        # of time answers 503 (as for any script mrubyTimeout stops)
+        assert took < 0.95
+        assert r.status == 503
+        assert "answered" not in r.text
+        caller.wait_log(r"limited\.mrb raised Apache::Timeout")
+
+
+def test_waiting_calls_free_the_worker_threads_on_event(make_httpd, backend):
+    """Two worker threads, twelve requests that each wait 500 ms for the
+    backend: suspended, they all end in about 500 ms; blocking, two at a
+    time would take 3 s."""
+    conf = {"event": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=2, MinSpareThreads=1,
+                          MaxSpareThreads=2, MaxRequestWorkers=2, ThreadLimit=2,
+                          AsyncRequestWorkerFactor=20)}
+    srv = make_httpd("http-async", "event", "AddHandler mruby-script .mrb\n", mpm_conf=conf)
+    srv.write("htdocs/wait.mrb", "r = Apache::Request.new\n"
+              "res = Apache::HTTP.get('http://127.0.0.1:%d/slow?500', headers: {'X-Token' => r.args})\n"
+              "Apache.rputs res.body + ' ' + r.args\n" % backend.port)
+    srv.start()
+    srv.ok("/wait.mrb?warm")
+    t = time.time()
+    with concurrent.futures.ThreadPoolExecutor(12) as ex:
+        got = list(ex.map(lambda i: srv.get("/wait.mrb?%d" % i), range(12)))
+    took = time.time() - t
+    assert [(g.status, g.text) for g in got] == [(200, "slept 500 %d" % i) for i in range(12)]
+    assert took < 2.0, took
+
+
+def test_no_crosstalk_between_concurrent_requests(caller):
+    def one(i):
+        tok = "t%d-%d" % (i, time.monotonic_ns())
+        r = caller.get("/echo.mrb?" + tok)
+        return r.status, r.text, tok
+
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        for status, text, tok in ex.map(one, range(200)):
+            assert status == 200
+            assert text == "200|%s|POST|b=2+a=1|body-%s" % (tok, tok)
+
+
+def test_no_descriptor_leaks_after_many_calls(caller):
+    """10,000 calls that answer at once, and 200 that wait 5 ms (on the
+    event MPM those suspend their request): the children hold no more
+    descriptors than their pools' connections."""
+    caller.get("/many.mrb?50")  # every child's VM has made its pool
+    before = {p: open_fds(p) for p in children(caller.pid)}
+    for _ in range(10):
+        assert caller.get("/many.mrb?1000").text == "1000"
+    for _ in range(10):
+        assert caller.get("/many_slow.mrb?20").text == "20"
+    after = {p: open_fds(p) for p in children(caller.pid)}
+    for p, n in before.items():
+        if p in after:
+            # Each thread's VM keeps its idle connection to the backend
+            # (and the 25 threads of a child may each have served some of
+            # these requests); a leak of one per call would be thousands.
+            assert after[p] <= n + 60, (before, after)
+
+
+def test_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, backend, mpm):
+    """Eight requests wait 800 ms for the backend when httpd restarts
+    gracefully: each gets its own answer, and the new generation calls
+    out too."""
+    srv = make_httpd("http-graceful", mpm, "AddHandler mruby-script .mrb\n")
+    srv.write("htdocs/wait.mrb", "r = Apache::Request.new\n"
+              "res = Apache::HTTP.get('http://127.0.0.1:%d/slow?800')\n"
+              "Apache.rputs res.body + ' ' + r.args\n" % backend.port)
+    srv.start()
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        futures = [ex.submit(srv.get, "/wait.mrb?%d" % i) for i in range(8)]
+        time.sleep(0.3)
+        srv.graceful()
+        got = [f.result() for f in futures]
+    assert [(g.status, g.text) for g in got] == [(200, "slept 800 %d" % i) for i in range(8)]
+    assert srv.ok("/wait.mrb?after").text == "slept 800 after"

@@ -1,0 +1,187 @@
+"""Apache::Socket and Apache::Redis against a redis-server the test starts
+(and a Python line server for the socket's reads), from a server on each
+MPM: commands, replies of every type, errors, pipelines, the pool, and
+timeouts; on the event MPM waits suspend the request."""
+
+import concurrent.futures
+import socket
+import threading
+import time
+
+import pytest
+
+from cache_servers import backend_fixture
+from httpd import MPMS, Httpd, serving
+from loopback import free_port
+
+redis = backend_fixture("redis")
+
+
+class LineServer:
+    """Answers each connection with 'hello\\r\\npart' and then, after 300 ms,
+    'ial\\r\\n' and 'AB', and closes it; /quiet connections get nothing."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        try:
+            first = conn.recv(100)
+            if first.startswith(b"quiet"):
+                self.held.append(conn)
+                return
+            conn.sendall(b"hello\r\npart")
+            time.sleep(0.3)
+            conn.sendall(b"ial\r\nAB")
+            conn.close()
+        except OSError:
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def lines():
+    srv = LineServer()
+    yield srv
+    srv.close()
+
+
+SCRIPT = r"""
+r = Apache::Request.new
+case r.args
+when 'commands'
+  db = Apache::Redis.new(port: %(redis)d)
+  tok = 'k' + rand(1_000_000_000).to_s
+  out = []
+  out << db.set(tok, "v\r\n\0x")
+  out << db.get(tok).bytesize
+  out << db.incr(tok + 'n') << db.incrby(tok + 'n', 41)
+  out << db.get('missing-key').inspect
+  out << db.rpush(tok + 'l', 'a', 'b', 'c') << db.lrange(tok + 'l', 0, -1).join('')
+  out << db.call('HSET', tok + 'h', 'f', 1) << db.hgetall(tok + 'h').join('=')
+  begin
+    db.call('NOSUCHCOMMAND')
+  rescue Apache::Redis::Error => e
+    out << e.message.split(' ')[0]
+  end
+  out << db.ping
+  db.close
+  Apache.rputs out.join(',')
+when 'pipeline'
+  db = Apache::Redis.new(port: %(redis)d)
+  replies = db.pipeline do |p|
+    p.set('pk', '1')
+    p.incr('pk')
+    p.call('LPUSH', 'pk', 'x')
+    p.get('pk')
+  end
+  db.close
+  Apache.rputs replies.map { |x| x.is_a?(Exception) ? x.class.to_s : x.to_s }.join(',')
+when 'pool'
+  a = Apache::Redis.new(port: %(redis)d)
+  id1 = a.call('CLIENT', 'ID')
+  a.close
+  b = Apache::Redis.new(port: %(redis)d)
+  id2 = b.call('CLIENT', 'ID')
+  b.close
+  Apache.rputs [id1 == id2, Apache::Socket.pooled('127.0.0.1', %(redis)d)].join(',')
+when 'lines'
+  s = Apache::Socket.tcp('127.0.0.1', %(lines)d, timeout: 2000)
+  s.write("hi\n")
+  out = [s.gets, s.read_until("\r\n"), s.read(5).inspect, s.read(1).inspect]
+  s.close
+  Apache.rputs out.join('|')
+when 'read_timeout'
+  s = Apache::Socket.tcp('127.0.0.1', %(lines)d, timeout: 300)
+  s.write("quiet\n")
+  t = Time.now
+  begin
+    s.read(1)
+  rescue Apache::Socket::Timeout => e
+    Apache.rputs 'Timeout ' + ((Time.now - t) * 1000).to_i.to_s
+  end
+when 'refused'
+  begin
+    Apache::Socket.tcp('127.0.0.1', %(refused)d)
+  rescue Apache::Socket::ConnectError => e
+    Apache.rputs 'ConnectError'
+  end
+when 'bad_host'
+  begin
+    Apache::Socket.tcp("x\r\ny", 80)
+  rescue ArgumentError => e
+    Apache.rputs e.message
+  end
+end
+"""
+
+TOKEN = r"""
+r = Apache::Request.new
+db = Apache::Redis.new(port: %(redis)d)
+key = 'tok:' + r.args
+db.set(key, r.args)
+v = db.get(key)
+db.del(key)
+db.close
+Apache.rputs v
+"""
+
+
+@pytest.fixture(scope="module", params=MPMS)
+def server(request, redis, lines):
+    srv = Httpd("redis-socket", request.param, "AddHandler mruby-script .mrb\n")
+    ports = {"redis": redis.port, "lines": lines.port, "refused": free_port()}
+    srv.write("htdocs/t.mrb", SCRIPT % ports)
+    srv.write("htdocs/token.mrb", TOKEN % ports)
+    yield from serving(srv)
+
+
+def test_commands_and_every_kind_of_reply(server):
+    r = server.ok("/t.mrb?commands")
+    assert r.text == "OK,5,1,42,nil,3,abc,1,f=1,ERR,PONG"
+
+
+def test_a_pipeline_keeps_error_replies_in_place(server):
+    assert server.ok("/t.mrb?pipeline").text == "OK,2,Apache::Redis::Error,2"
+
+
+def test_closed_connections_go_back_to_the_pool(server):
+    assert server.ok("/t.mrb?pool").text == "true,1"
+
+
+def test_socket_lines_and_reads_across_packets(server):
+    r = server.ok("/t.mrb?lines")
+    assert r.text == 'hello\r\n|partial\r\n|"AB"|nil'
+
+
+def test_a_read_that_gets_nothing_times_out(server):
+    cls, ms = server.ok("/t.mrb?read_timeout").text.split(" ")
+    assert cls == "Timeout" and 250 <= int(ms) < 1500
+
+
+def test_refused_and_bad_hosts(server):
+    assert server.ok("/t.mrb?refused").text == "ConnectError"
+    assert "not a host" in server.ok("/t.mrb?bad_host").text
+
+
+def test_no_crosstalk_between_concurrent_requests(server):
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        got = list(ex.map(lambda i: server.get("/token.mrb?%d" % i).text, range(200)))
+    assert got == [str(i) for i in range(200)]

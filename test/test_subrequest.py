@@ -1,0 +1,117 @@
+"""Request#subrequest: httpd runs a subrequest (a handler of this server, a
+static file, mod_proxy to a backend) and the script gets its status,
+header fields and body; nothing of it reaches the client by itself."""
+
+import pytest
+
+from httpd import MPMS, Httpd, backend_httpd, serving
+
+backend = backend_httpd("subreq-backend", r"""
+<Location /api>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.headers_out['X-Backend'] = 'yes'; Apache.rputs 'backend ' + r.uri + ' ' + r.headers_in['X-Token'].to_s"
+</Location>
+""")
+
+CONF = r"""
+AddHandler mruby-script .mrb
+<Location /inner>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; r.headers_out['X-Inner'] = r.method; r.content_type = 'text/x-inner'; Apache.rputs 'inner ' + r.headers_in['X-Token'].to_s"
+</Location>
+<Location /teapot>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.return 418"
+</Location>
+<Location /big>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'z' * 100_000"
+</Location>
+ProxyPass /proxied/ http://127.0.0.1:{backend}/api/
+"""
+
+OUTER = r"""
+r = Apache::Request.new
+case r.args
+when 'inner'
+  s = r.subrequest('/inner', headers: {'X-Token' => 'tok'})
+  Apache.rputs [s.status, s.headers['x-inner'], s.headers['Content-Type'], s.body].join('|')
+when 'head'
+  Apache.rputs r.subrequest('/inner', method: 'HEAD').headers['x-inner']
+when 'file'
+  s = r.subrequest('/static.txt')
+  Apache.rputs [s.status, s.body].join('|')
+when 'missing'
+  Apache.rputs r.subrequest('/nothing-here.txt').status.to_s
+when 'teapot'
+  Apache.rputs r.subrequest('/teapot').status.to_s
+when 'proxied'
+  s = r.subrequest('/proxied/x', headers: {'X-Token' => 'via-proxy'})
+  Apache.rputs [s.status, s.headers['X-Backend'], s.body].join('|')
+when 'too_large'
+  begin
+    r.subrequest('/big', max_size: 1000)
+  rescue Apache::HTTP::TooLarge => e
+    Apache.rputs e.message
+  end
+when 'bad'
+  out = []
+  ["http://x/", "/inner\r\nX: y"].each do |u|
+    begin
+      r.subrequest(u)
+    rescue ArgumentError => e
+      out << e.message
+    end
+  end
+  begin
+    r.subrequest('/inner', headers: {'X-A' => "a\r\nb"})
+  rescue ArgumentError => e
+    out << e.message
+  end
+  Apache.rputs out.join('|')
+end
+"""
+
+
+@pytest.fixture(scope="module", params=MPMS)
+def server(request, backend):
+    srv = Httpd("subreq", request.param, CONF.replace("{backend}", str(backend.port)),
+                modules=("proxy", "proxy_http"))
+    srv.write("htdocs/outer.mrb", OUTER)
+    srv.write("htdocs/static.txt", "a static file\n")
+    yield from serving(srv)
+
+
+def test_a_handler_of_this_server(server):
+    r = server.ok("/outer.mrb?inner")
+    assert r.text == "200|GET|text/x-inner|inner tok"
+    assert "X-Inner" not in r.headers  # the subrequest's headers are the script's to use
+
+
+def test_head_runs_the_handler_without_its_body(server):
+    assert server.ok("/outer.mrb?head").text == "HEAD"
+
+
+def test_a_static_file_and_a_missing_one(server):
+    assert server.ok("/outer.mrb?file").text == "200|a static file\n"
+    assert server.ok("/outer.mrb?missing").text == "404"
+
+
+def test_a_status_returned_by_the_handler(server):
+    assert server.ok("/outer.mrb?teapot").text == "418"
+
+
+def test_mod_proxy_to_a_backend(server):
+    assert server.ok("/outer.mrb?proxied").text == "200|yes|backend /api/x via-proxy"
+
+
+def test_a_body_over_max_size_raises(server):
+    assert server.ok("/outer.mrb?too_large").text == "subrequest: the response body is larger than max_size"
+
+
+def test_bad_uris_and_headers_are_refused(server):
+    parts = server.ok("/outer.mrb?bad").text.split("|")
+    assert len(parts) == 3, parts
+    assert "path of this server" in parts[0]
+    assert "control" in parts[1] or "CR" in parts[1], parts
+    assert "control" in parts[2] or "CR" in parts[2], parts
