@@ -23,6 +23,10 @@ MRuby::Build.new do |conf|
   # lowest bits, and two equal Integers of 2**62 or more, made apart, are
   # not == (docs/building.md).
   conf.cc.defines << 'MRB_NO_BOXING'
+  # The object heap grows by pages of 256 slots, not 1,024: a VM's start
+  # fills a little more than one page of 1,024, and the second stayed
+  # almost empty (docs/benchmarks.md: 24 KiB less per hello-world VM).
+  conf.cc.defines << 'MRB_HEAP_PAGE_SIZE=256'
 
   # mruby calls a hook before every instruction: mrubyTimeout uses it to stop
   # scripts that run too long. (Debian's libmruby has no such hook.)
