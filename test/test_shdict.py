@@ -50,6 +50,9 @@ begin
       message = "#{e.class}: #{e.message}"
     end
     "#{stored} #{message}"
+  when "/d/many"
+    q["n"].to_i.times { |i| c.set("#{k}#{i}", "x" * q["size"].to_i) }
+    "ok"
   when "/d/count" then (0...q["n"].to_i).count { |i| c["#{k}#{i}"] == "x" * q["size"].to_i }.to_s
   when "/d/space" then "#{c.capacity} #{c.free_space}"
   when "/d/writer"
@@ -193,7 +196,7 @@ def test_other_stores_say_what_they_lack(server):
                                            "(mrubyCache lossy dict) has it, not shmcb")
 
 
-@pytest.mark.parametrize("increments", (0, 500, 10000, 100000))
+@pytest.mark.parametrize("increments", (0, 500, 10000, 100000, 1000000))
 def test_issue_26_no_link_lost_to_a_busy_counter(server, increments):
     server.get("/d/flush")
     r = server.get("/d/repro?n=%d" % increments, timeout=120)
@@ -213,6 +216,17 @@ def test_counters_exact_from_many_clients_and_no_key_lost(server):
     assert server.get("/d/links").text == "200"
     if server.mpm == "prefork":
         assert len({r.text.split()[1] for r in responses}) > 1  # from several processes
+
+
+def test_a_million_increments_from_16_clients_beside_10000_keys(server):
+    server.get("/d/flush")
+    assert server.get("/d/many?key=keep&n=10000&size=20", timeout=120).text == "ok"
+    # 1,000 requests of 1,000 increments each, 16 at a time
+    responses = many(server, "/d/incr?key=million&n=1000", 1000, 16)
+    assert [r.status for r in responses] == [200] * 1000, [r.text for r in responses if r.status != 200][:3]
+    assert server.get("/d/get?key=million").text == "=1000000"
+    assert len({int(r.text.split()[0]) for r in responses}) == 1000  # each saw its own last count
+    assert server.get("/d/count?key=keep&n=10000&size=20", timeout=120).text == "10000"
 
 
 def test_full_refuses_the_write_and_loses_nothing(server):
