@@ -40,6 +40,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_input_init,
     mm_params_init,
     mm_connection_init,
+    mm_ssl_init,
     mm_server_init,
     mm_scoreboard_init,
     mm_finfo_init,
