@@ -25,6 +25,7 @@ APLOG_USE_MODULE(mruby);
 #define MM_FLAGS_HANDLER    MM_KIND_CONTENT
 #define MM_FLAGS_POSTCONFIG 0
 #define MM_FLAGS_CHILDINIT  0
+#define MM_FLAGS_CHILDEXIT  0
 
 const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
 #define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                         \
@@ -161,6 +162,53 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     }
 }
 
+/* ChildExit scripts run when the child's pool is destroyed: its worker
+ * threads have ended (worker, event) or its one thread has left its
+ * request loop (prefork), and every module's child_init cleanup is still
+ * to come. A pre-cleanup, so the subpools of pchild (and what other modules
+ * keep there) are still alive; pre-cleanups run before the cleanups of the
+ * VM registry, the timeout watchdog and the caches, which the scripts may
+ * need. They run in a VM of their own, made for the occasion and closed
+ * after: the threads' VMs may be gone already, and the main thread's may
+ * be in the middle of a run a signal cut short. One cleanup runs the
+ * three orders, First to Last; the hooks of the three orders (whichever are
+ * registered) arm it once per child. */
+static int child_exit_armed;
+
+static apr_status_t run_child_exit(void *data)
+{
+    server_rec *s = data;
+    mm_vm_t *vm;
+    mm_order_e order;
+    apr_pool_t *p;
+
+    child_exit_armed = 0;
+    if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+        return APR_SUCCESS;
+    }
+    vm = mm_vm_create(s);
+    if (vm) {
+        for (order = MM_ORDER_FIRST; order < MM_ORDER_COUNT; order++) {
+            const apr_array_header_t *scripts = server_scripts(s, MM_PHASE_CHILD_EXIT, order);
+
+            if (scripts) {
+                mm_run_server_scripts(vm, s, p, &mm_phases[MM_PHASE_CHILD_EXIT], scripts);
+            }
+        }
+        mm_vm_close(vm);
+    }
+    apr_pool_destroy(p);
+    return APR_SUCCESS;
+}
+
+static void arm_child_exit(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    if (!child_exit_armed) {
+        child_exit_armed = 1;
+        apr_pool_pre_cleanup_register(pchild, s, run_child_exit);
+    }
+}
+
 /* ------------------------------------------------------- hook templates */
 
 #define MM_ORDERS(MAKE, ID) MAKE(ID, first, FIRST) MAKE(ID, middle, MIDDLE) MAKE(ID, last, LAST)
@@ -195,6 +243,12 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
     {                                                                                                        \
         run_child_init(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
+    }
+
+#define MM_HOOK_CHILDEXIT(ID, o, ORDER)                                                                      \
+    static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
+    {                                                                                                        \
+        arm_child_exit(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
     }
 
 #define MM_DEFINE_HOOKS(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) MM_ORDERS(MM_HOOK_##SHAPE, ID)
