@@ -16,6 +16,7 @@
 #include "mod_mruby.h"
 #include "phase.h"
 #include "slots.h"
+#include "status.h"
 #include "suspend.h"
 #include "timeout.h"
 #include "vm.h"
@@ -74,6 +75,7 @@ static void mm_register_hooks(apr_pool_t *p)
     mm_body_register_hooks(p);
     mm_slots_register_hooks(p);
     mm_suspend_register_hooks(p);
+    mm_status_register_hooks(p);
 }
 
 /* clang-format off */
