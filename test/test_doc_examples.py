@@ -145,6 +145,19 @@ def test_child_exit(make_httpd, mpm):
     assert all(re.fullmatch(r"\d+ stopped", line) for line in lines), lines
 
 
+def test_timers_directive(make_httpd, mpm):
+    """The example of mrubyTimers: the heartbeat in the cache follows the
+    clock, each second."""
+    conf = directives_example("mrubyTimers, mrubyTimersCode, and their First, Middle, Last forms")
+    srv = make_httpd("doc-timers", mpm, conf + answering("/beat", "Apache.rputs Apache::Cache[%q(heartbeat)].to_s"))
+    srv.start()
+    time.sleep(1.3)
+    first = int(srv.ok("/beat").text)
+    assert abs(first - time.time()) < 2
+    time.sleep(2.1)
+    assert int(srv.ok("/beat").text) > first
+
+
 def test_handlers(make_httpd, mpm):
     """The two handlers: mruby-script makes .mrb files scripts,
     mruby-native-script answers with the section's script."""
@@ -521,6 +534,23 @@ def test_tls_facts(make_httpd, mpm):
     assert srv.ok("/who").text == "nil"
 
 
+def test_timer_refreshes_from_a_file(make_httpd, mpm):
+    """Apache::Timer's example: the file's text reaches the cache within
+    the timer's interval, and an edit follows."""
+    script = adapt(api_example("Apache::Timer", "ruby", count=1), ("/etc/apache2/", "{root}/out/"))
+    conf = ("mrubyCache\nmrubyTimers {root}/mruby/t.rb\n"
+            + answering("/list", "Apache.rputs Apache::Cache[%q(blocklist)].to_s"))
+    srv = make_httpd("doc-timer", mpm, conf, files={"out/blocklist.txt": "192.0.2.1\n"})
+    srv.write("mruby/t.rb", srv.fill(script))
+    srv.start()
+    assert srv.ok("/list").text == ""
+    time.sleep(2.4)
+    assert srv.ok("/list").text == "192.0.2.1\n"
+    srv.write("out/blocklist.txt", "192.0.2.1\n198.51.100.7\n")
+    time.sleep(2.2)
+    assert srv.ok("/list").text == "192.0.2.1\n198.51.100.7\n"
+
+
 def test_rack(make_httpd, mpm):
     script = api_example("Rack", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-rack", script)
@@ -625,6 +655,7 @@ EXAMPLES = {
         ("mrubyAccessChecker, mrubyAccessCheckerCode, and their First, Middle, Last forms", "apache"),
         ("mrubyFixups, mrubyFixupsCode, and their First, Middle, Last forms", "apache"),
         ("mrubyChildExit, mrubyChildExitCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyTimers, mrubyTimersCode, and their First, Middle, Last forms", "apache"),
         ("mrubyHandler", "apache"),  # test_handler_file_cached
         ("mrubyHandlerCode", "apache"),
         ("mrubyTimeout", "apache"),
@@ -647,6 +678,7 @@ EXAMPLES = {
         ("Errors", ""),  # test_error_log_entry
         ("Ending a script early", "ruby"),  # test_return_ends_a_script
         ("Apache::Async", "ruby"),
+        ("Apache::Timer", "ruby"),
         ("TLS facts: Request#ssl? and Request#ssl_var", "ruby"),
         ("Rack", "ruby"),
         ("Apache::Cache", "apache"),  # cache_conf

@@ -37,6 +37,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_request_init,
     mm_table_init,
     mm_async_init,
+    mm_timer_init,
     mm_input_init,
     mm_params_init,
     mm_connection_init,

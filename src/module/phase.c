@@ -14,6 +14,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "run.h"
+#include "timer.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -26,6 +27,7 @@ APLOG_USE_MODULE(mruby);
 #define MM_FLAGS_POSTCONFIG 0
 #define MM_FLAGS_CHILDINIT  0
 #define MM_FLAGS_CHILDEXIT  0
+#define MM_FLAGS_TIMERS     0
 
 const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
 #define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                         \
@@ -183,6 +185,7 @@ static apr_status_t run_child_exit(void *data)
     apr_pool_t *p;
 
     child_exit_armed = 0;
+    mm_timer_stop(); /* no timer runs beside or after the exit scripts */
     if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
         return APR_SUCCESS;
     }
@@ -207,6 +210,28 @@ static void arm_child_exit(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
         child_exit_armed = 1;
         apr_pool_pre_cleanup_register(pchild, s, run_child_exit);
     }
+}
+
+/* mrubyTimers scripts run in the child's timer thread, in its VM (timer.c),
+ * all three orders, First to Last; the hooks of the three orders start the
+ * thread once per child. */
+static void run_timer_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p)
+{
+    mm_order_e order;
+
+    for (order = MM_ORDER_FIRST; order < MM_ORDER_COUNT; order++) {
+        const apr_array_header_t *scripts = server_scripts(s, MM_PHASE_TIMERS, order);
+
+        if (scripts) {
+            mm_run_server_scripts(vm, s, p, &mm_phases[MM_PHASE_TIMERS], scripts);
+        }
+    }
+}
+
+static void start_timers(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    mm_timer_kind = &mm_phases[MM_PHASE_TIMERS];
+    mm_timer_child_init(pchild, s, run_timer_scripts);
 }
 
 /* ------------------------------------------------------- hook templates */
@@ -249,6 +274,12 @@ static void arm_child_exit(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
     {                                                                                                        \
         arm_child_exit(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
+    }
+
+#define MM_HOOK_TIMERS(ID, o, ORDER)                                                                         \
+    static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
+    {                                                                                                        \
+        start_timers(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                            \
     }
 
 #define MM_DEFINE_HOOKS(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) MM_ORDERS(MM_HOOK_##SHAPE, ID)

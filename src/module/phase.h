@@ -13,7 +13,8 @@
  *            template in phase.c: REQUEST int(request_rec *), VOID
  *            void(request_rec *), QUICK the quick handler, HANDLER the content
  *            handler, POSTCONFIG and CHILDINIT the server phases, CHILDEXIT
- *            the child's exit (its child_init hook arms a cleanup of pchild)
+ *            the child's exit (its child_init hook arms a cleanup of pchild),
+ *            TIMERS the child's timer thread (its child_init hook starts it)
  *   HOOK     httpd hook: registered with ap_hook_<HOOK>
  *   WHERE    where its directives may appear, i.e. which sections httpd has
  *            applied when the phase runs: DIR (server, virtual host, any
@@ -40,7 +41,8 @@
     X(LOG_TRANSACTION,   "LogTransaction",  REQUEST,    log_transaction,   DIR,    DECLINED, DECLINED)                   \
     X(POST_CONFIG,       "PostConfig",      POSTCONFIG, post_config,       GLOBAL, OK,       HTTP_INTERNAL_SERVER_ERROR) \
     X(CHILD_INIT,        "ChildInit",       CHILDINIT,  child_init,        GLOBAL, OK,       DECLINED)                   \
-    X(CHILD_EXIT,        "ChildExit",       CHILDEXIT,  child_init,        GLOBAL, OK,       DECLINED)
+    X(CHILD_EXIT,        "ChildExit",       CHILDEXIT,  child_init,        GLOBAL, OK,       DECLINED)                   \
+    X(TIMERS,            "Timers",          TIMERS,     child_init,        GLOBAL, OK,       DECLINED)
 /* clang-format on */
 
 typedef enum {
