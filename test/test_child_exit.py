@@ -44,6 +44,19 @@ def pids(srv, prefix):
     return out
 
 
+def wait_started(srv, before=frozenset(), timeout=10):
+    """The pids of a generation's first children (not in before), once
+    each has run its ChildInit script: httpd says it is ready before they
+    all have."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        started = set(pids(srv, "init-")) - before
+        if len(started) >= srv.mpm_conf["StartServers"]:
+            return started
+        time.sleep(0.05)
+    raise AssertionError("children did not start: %s" % started)
+
+
 def start(make_httpd, mpm, body=BODY):
     srv = make_httpd("child-exit", mpm, body)
     srv.write("scripts/last.rb", srv.fill(LAST_RB))
@@ -54,10 +67,10 @@ def start(make_httpd, mpm, body=BODY):
 def test_runs_on_graceful_stop_in_every_child(make_httpd, mpm):
     srv = start(make_httpd, mpm)
     served = {int(srv.ok("/hello").text) for _ in range(20)}
-    started = pids(srv, "init-")
-    assert served <= set(started)
+    assert served <= set(pids(srv, "init-"))
     assert pids(srv, "exit-") == {}  # nothing ran before a child stops
     srv.stop()
+    started = pids(srv, "init-")  # all of them, those the MPM added too
     exits = pids(srv, "exit-")
     # every child that started ran its exit scripts, in order, once
     assert set(exits) == set(started), (exits, started, srv.error_log())
@@ -82,12 +95,12 @@ mrubyChildExitLastCode "Apache::Cache.incr('exits')"
 def test_runs_in_the_old_generation_on_graceful_restart(make_httpd, mpm):
     srv = start(make_httpd, mpm, CACHE_BODY)
     assert srv.ok("/exits").text == ""
-    old = set(pids(srv, "init-"))
+    old = wait_started(srv)
     srv.graceful()  # returns once the old children are gone
     exits = pids(srv, "exit-")
     assert old <= set(exits), (old, exits)
-    new = set(pids(srv, "init-")) - old
-    assert new and not new & set(exits)
+    new = wait_started(srv, old)
+    assert not new & set(exits)
     # the new generation serves, and sees what the old one's exits counted
     assert int(srv.ok("/hello").text) in new
     assert int(srv.ok("/exits").text) == len(exits)
@@ -97,8 +110,8 @@ def test_exception_is_logged_and_the_rest_runs(make_httpd, mpm):
     body = BODY.replace("mrubyChildExitFirstCode \"", "mrubyChildExitFirstCode \"raise 'cleanup failed'; ")
     srv = start(make_httpd, mpm, body)
     srv.ok("/hello")
-    started = pids(srv, "init-")
     srv.stop()
+    started = pids(srv, "init-")
     exits = pids(srv, "exit-")
     assert set(exits) == set(started)
     for text in exits.values():

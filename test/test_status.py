@@ -38,7 +38,7 @@ LoadModule status_module /usr/lib/apache2/modules/mod_status.so
 """
 
 KEYS = ("MrubyVMs", "MrubyVMsCreated", "MrubyRuns", "MrubyExceptions", "MrubyTimeouts", "MrubySuspended",
-        "MrubySuspends")
+        "MrubySuspends", "MrubyTimerRuns", "MrubyTimerFailures")
 
 # One worker thread in all: the status request is answered by the child
 # (and the VM) that ran the scripts.

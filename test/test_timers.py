@@ -115,3 +115,40 @@ def test_never_after_the_child_stops(make_httpd, mpm):
     got = ticks(srv)
     assert n >= 2 and len(got) == n
     assert all(t < stopped for _, t in got)
+
+
+def test_counted_in_server_status(make_httpd, mpm):
+    body = BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.after(0.1) { raise %%q(one) }; Apache::Timer.after(0.2) { %s }; '
+        'Apache::Timer.after(0.3) { raise %%q(two) }"' % TICK)
+    body = "LoadModule status_module /usr/lib/apache2/modules/mod_status.so\n" + body + (
+        "<Location /server-status>\n    SetHandler server-status\n</Location>\n")
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00031: Timers script timer after 300 ms .* two", timeout=5)
+    auto = srv.ok("/server-status?auto").text
+    assert "\nMrubyTimerRuns: 3\n" in auto and "\nMrubyTimerFailures: 2\n" in auto, auto
+    assert len(ticks(srv)) == 1
+
+
+def test_mruby_timeout_stops_a_block(make_httpd, mpm):
+    """mrubyTimeout of the main server stops a block that does not end;
+    the timer is kept and called again."""
+    body = "mrubyTimeout 200\n" + BODY.replace("{ %s }" % TICK, "{ %s; loop { } }" % TICK)
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00031: Timers script timer every 250 ms .* raised Apache::Timeout", timeout=5, count=2)
+    assert len(ticks(srv)) >= 2
+    assert srv.ok("/hello")  # requests are served meanwhile
+
+
+def test_cancel(make_httpd, mpm):
+    body = BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "$id = Apache::Timer.every(0.1) { %s; $n = ($n || 0) + 1; '
+        'File.open(%%q({root}/out/cancel), %%q(w)) { |f| f.write Apache::Timer.cancel($id).to_s + '
+        'Apache::Timer.cancel($id).to_s } if $n == 3 }"' % TICK)
+    srv = start(make_httpd, mpm, body)
+    time.sleep(1.0)
+    assert len(ticks(srv)) == 3
+    with open(srv.path("out/cancel")) as f:
+        assert f.read() == "truefalse"

@@ -45,7 +45,14 @@ static struct {
     mm_timer_scripts_fn *scripts;
     mm_timer_t timers[MM_TIMER_MAX];
     mrb_int next_id;
+    apr_uint64_t runs, failures; /* written by the timer thread only */
 } tm;
+
+void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures)
+{
+    *runs = __atomic_load_n(&tm.runs, __ATOMIC_RELAXED);
+    *failures = __atomic_load_n(&tm.failures, __ATOMIC_RELAXED);
+}
 
 static apr_time_t now_mono(void)
 {
@@ -131,12 +138,18 @@ static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t 
     int repeat = t->repeat;
     mrb_value block = t->block;
     char name[sizeof t->name];
+    apr_uint64_t exceptions;
 
     memcpy(name, t->name, sizeof name);
     if (!repeat) { /* once: gone before it runs (its block may reuse the slot) */
         t->id = 0;
     }
+    exceptions = vm->exceptions;
     mm_run_block(vm, tm.s, p, mm_timer_kind, name, block, timeout);
+    __atomic_store_n(&tm.runs, tm.runs + 1, __ATOMIC_RELAXED);
+    if (vm->exceptions != exceptions) {
+        __atomic_store_n(&tm.failures, tm.failures + 1, __ATOMIC_RELAXED);
+    }
     if (!repeat) {
         mrb_gc_unregister(vm->mrb, block);
     } else if (t->id == id) { /* not cancelled by its own block */
@@ -212,6 +225,7 @@ void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn 
     }
     memset(tm.timers, 0, sizeof tm.timers);
     tm.next_id = 0;
+    tm.runs = tm.failures = 0;
     tm.stop = 0;
     tm.s = s;
     tm.scripts = scripts;

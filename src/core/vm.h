@@ -114,13 +114,15 @@ void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx);
 
 /* The child's counters: its live VMs' plus those of the VMs it closed. */
 typedef struct {
-    apr_uint64_t vms_created; /* VMs made for worker threads (not the ChildExit one) */
-    apr_uint64_t vms_alive;   /* of these, not closed yet */
-    apr_uint64_t runs;        /* outermost script runs */
-    apr_uint64_t exceptions;  /* runs that ended in an uncaught exception */
-    apr_uint64_t timeouts;    /* runs stopped by mrubyTimeout */
-    apr_uint64_t suspends;    /* scripts that went to sleep, in all */
-    apr_uint64_t suspended;   /* requests asleep now */
+    apr_uint64_t vms_created;    /* VMs made for worker threads (not the ChildExit one) */
+    apr_uint64_t vms_alive;      /* of these, not closed yet */
+    apr_uint64_t runs;           /* outermost script runs */
+    apr_uint64_t exceptions;     /* runs that ended in an uncaught exception */
+    apr_uint64_t timeouts;       /* runs stopped by mrubyTimeout */
+    apr_uint64_t suspends;       /* scripts that went to sleep, in all */
+    apr_uint64_t suspended;      /* requests asleep now */
+    apr_uint64_t timer_runs;     /* timer blocks called (timer.c fills these two) */
+    apr_uint64_t timer_failures; /* of which ended by an exception */
 } mm_vm_stats_t;
 
 /* Fills out with the child's counters (takes the registry's lock). */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "status.h"
+#include "timer.h"
 #include "vm.h"
 
 /* One row per counter: its ?auto key and its label on the page. */
@@ -32,6 +33,8 @@ static const mm_status_row_t rows[] = {
     MM_ROW(timeouts, "MrubyTimeouts", "runs stopped by mrubyTimeout"),
     MM_ROW(suspended, "MrubySuspended", "requests asleep now"),
     MM_ROW(suspends, "MrubySuspends", "requests put to sleep, in all"),
+    MM_ROW(timer_runs, "MrubyTimerRuns", "timer blocks called"),
+    MM_ROW(timer_failures, "MrubyTimerFailures", "timer blocks ended by an exception"),
 };
 #undef MM_ROW
 
@@ -41,6 +44,7 @@ static int status_hook(request_rec *r, int flags)
     size_t i;
 
     mm_vm_stats(&st);
+    mm_timer_counts(&st.timer_runs, &st.timer_failures);
     if (flags & AP_STATUS_SHORT) {
         for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", rows[i].key,
