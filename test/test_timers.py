@@ -152,3 +152,45 @@ def test_cancel(make_httpd, mpm):
     assert len(ticks(srv)) == 3
     with open(srv.path("out/cancel")) as f:
         assert f.read() == "truefalse"
+
+
+# Each child ticks in out/ticks; the singleton timer in out/single.
+SINGLE = TICK.replace("out/ticks", "out/single")
+SINGLE_BODY = BODY.replace(
+    'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+    'mrubyTimersCode "Apache::Timer.every(0.25) { %s }; Apache::Timer.every(0.2, singleton: true) { %s }"'
+    % (TICK, SINGLE))
+
+
+def singles(srv):
+    try:
+        with open(srv.path("out/single")) as f:
+            return [(int(p), float(t)) for p, t in (line.split() for line in f)]
+    except FileNotFoundError:
+        return []
+
+
+def test_singleton_runs_in_one_child(make_httpd, mpm):
+    srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
+    time.sleep(2)
+    children = {p for p, _ in ticks(srv)}
+    got = singles(srv)
+    assert len(children) >= 2  # every child has its timers
+    assert len({p for p, _ in got}) == 1 and len(got) >= 7, got
+    assert got[0][0] in children
+
+
+@restarts
+def test_singleton_moves_to_the_new_generation(make_httpd, mpm):
+    srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
+    time.sleep(0.8)
+    leader = singles(srv)[-1][0]
+    srv.graceful()  # the old children, the leader with them, are gone
+    gone = time.time()
+    time.sleep(1.5)
+    after = [(p, t) for p, t in singles(srv) if t > gone]
+    assert len({p for p, _ in after}) == 1 and after[0][0] != leader, after
+    assert len(after) >= 5
+    # one at a time: no two ticks closer than the interval allows
+    times = [t for _, t in singles(srv)]
+    assert all(b - a > 0.1 for a, b in zip(times, times[1:])), times

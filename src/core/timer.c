@@ -9,9 +9,14 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "http_log.h"
+#include "unixd.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <signal.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,8 +30,9 @@ APLOG_USE_MODULE(mruby);
 const mm_phase_t *mm_timer_kind;
 
 typedef struct {
-    mrb_int id; /* 0: a free slot */
-    int repeat; /* every (1) or after (0) */
+    mrb_int id;    /* 0: a free slot */
+    int repeat;    /* every (1) or after (0) */
+    int singleton; /* runs in one child of the server at a time */
     apr_interval_time_t interval;
     apr_time_t due;  /* monotonic clock */
     mrb_value block; /* registered with the VM's GC while the timer exists */
@@ -46,7 +52,16 @@ static struct {
     mm_timer_t timers[MM_TIMER_MAX];
     mrb_int next_id;
     apr_uint64_t runs, failures; /* written by the timer thread only */
+    /* Singleton timers run in the child that holds the server's timer lock
+     * (an flock of the file below, in DefaultRuntimeDir), which it takes
+     * at the first singleton timer due and keeps until it exits; the
+     * others skip theirs, and try again at their next turn. */
+    char lock_path[1024];
+    int lock_fd; /* -1 until opened */
+    int leader;  /* this child holds the lock */
 } tm;
+
+#define MM_TIMER_LOCK_FILE "mruby-timers.lock"
 
 void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures)
 {
@@ -62,7 +77,7 @@ static apr_time_t now_mono(void)
     return (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
 }
 
-mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat,
+mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat, int singleton,
                      const char *where)
 {
     int i;
@@ -73,12 +88,14 @@ mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interv
         if (t->id == 0) {
             t->id = ++tm.next_id;
             t->repeat = repeat;
+            t->singleton = singleton;
             t->interval = interval;
             t->due = now_mono() + interval;
             t->block = block;
             mrb_gc_register(mrb, block);
-            apr_snprintf(t->name, sizeof t->name, "timer %s %" APR_TIME_T_FMT " ms (%s)",
-                         repeat ? "every" : "after", (apr_time_t)apr_time_as_msec(interval), where);
+            apr_snprintf(t->name, sizeof t->name, "%stimer %s %" APR_TIME_T_FMT " ms (%s)",
+                         singleton ? "singleton " : "", repeat ? "every" : "after",
+                         (apr_time_t)apr_time_as_msec(interval), where);
             return t->id;
         }
     }
@@ -132,6 +149,19 @@ static void wait_until(apr_time_t when)
  * with the block's file:line by the harness). A repeating timer keeps its
  * rate: the next call is one interval after the one due, or, when the block
  * ran past that, one interval from now. */
+/* Whether this child holds the server's timer lock (taking it if it is
+ * free: its holder exited). */
+static int lead(void)
+{
+    if (!tm.leader) {
+        if (tm.lock_fd < 0) {
+            tm.lock_fd = open(tm.lock_path, O_RDWR | O_CLOEXEC);
+        }
+        tm.leader = tm.lock_fd >= 0 && flock(tm.lock_fd, LOCK_EX | LOCK_NB) == 0;
+    }
+    return tm.leader;
+}
+
 static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t timeout)
 {
     mrb_int id = t->id;
@@ -140,6 +170,10 @@ static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t 
     char name[sizeof t->name];
     apr_uint64_t exceptions;
 
+    if (t->singleton && !lead()) { /* another child runs it */
+        t->due = now_mono() + t->interval;
+        return;
+    }
     memcpy(name, t->name, sizeof name);
     if (!repeat) { /* once: gone before it runs (its block may reuse the slot) */
         t->id = 0;
@@ -223,6 +257,9 @@ void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn 
     if (tm.running) {
         return; /* the hook of another order started it */
     }
+    apr_cpystrn(tm.lock_path, ap_runtime_dir_relative(pchild, MM_TIMER_LOCK_FILE), sizeof tm.lock_path);
+    tm.lock_fd = -1;
+    tm.leader = 0;
     memset(tm.timers, 0, sizeof tm.timers);
     tm.next_id = 0;
     tm.runs = tm.failures = 0;
@@ -249,4 +286,22 @@ void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn 
     /* A pre-cleanup: before the VM registry, the watchdog and the caches
      * the blocks use are taken down. */
     apr_pool_pre_cleanup_register(pchild, NULL, stop_at_exit);
+}
+
+void mm_timer_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    const char *path = ap_runtime_dir_relative(pconf, MM_TIMER_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), s,
+                     MM_LOGNO(00651) "cannot create %s: singleton timers run in no child", path);
+        return;
+    }
+    /* The children, which run as User, open it. */
+    if (geteuid() == 0 && fchown(fd, ap_unixd_config.user_id, ap_unixd_config.group_id) != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), s,
+                     MM_LOGNO(00652) "cannot give %s to User: singleton timers run in no child", path);
+    }
+    close(fd);
 }

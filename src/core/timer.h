@@ -21,6 +21,10 @@ typedef void mm_timer_scripts_fn(mm_vm_t *vm, server_rec *s, apr_pool_t *p);
  * arms its stop at the child's exit. */
 void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn *scripts);
 
+/* post_config, in the parent, when mrubyTimers scripts exist: makes the
+ * lock file of singleton timers in DefaultRuntimeDir, owned by User. */
+void mm_timer_post_config(apr_pool_t *pconf, server_rec *s);
+
 /* Stops the timer thread, after the block it is running (if any) ends:
  * no timer runs after this returns. Does nothing when none runs. */
 void mm_timer_stop(void);
@@ -35,7 +39,7 @@ void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures);
 /* Apache::Timer.every / .after: adds a timer calling block (of the timer
  * thread's VM) after interval, again every interval when repeat. Returns
  * its id (> 0), or 0 when MM_TIMER_MAX timers exist. Timer thread only. */
-mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat,
+mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat, int singleton,
                      const char *where);
 /* Apache::Timer.cancel: 1 if the timer was there. Timer thread only. */
 int mm_timer_cancel(mrb_state *mrb, mrb_int id);

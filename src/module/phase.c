@@ -341,3 +341,8 @@ void mm_phase_use(mm_phase_e phase, mm_order_e order)
         registrars[phase](order);
     }
 }
+
+int mm_phase_in_use(mm_phase_e phase)
+{
+    return hooked[phase] != 0;
+}

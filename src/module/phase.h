@@ -89,6 +89,8 @@ extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 void mm_phase_register_hooks(apr_pool_t *p);
 void mm_phase_pre_config(void); /* a new generation: nothing in use */
 void mm_phase_use(mm_phase_e phase, mm_order_e order);
+/* Some directive of this generation scripts the phase. */
+int mm_phase_in_use(mm_phase_e phase);
 
 /* The handler names this module answers to. */
 #define MM_HANDLER_FILE   "mruby-script"        /* run r->filename */

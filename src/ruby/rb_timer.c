@@ -49,7 +49,17 @@ static mrb_value add(mrb_state *mrb, int repeat)
     mrb_int id;
     char where[128];
 
-    mrb_get_args(mrb, "o&", &secs, &block);
+    mrb_sym names[1];
+    mrb_value values[1];
+    mrb_kwargs kw;
+
+    names[0] = mrb_intern_lit(mrb, "singleton");
+    kw.num = 1;
+    kw.required = 0;
+    kw.table = names;
+    kw.values = values;
+    kw.rest = NULL;
+    mrb_get_args(mrb, "o:&", &secs, &kw, &block);
     check_where(mrb, what);
     if (mrb_nil_p(block)) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "%s needs a block", what);
@@ -59,7 +69,8 @@ static mrb_value add(mrb_state *mrb, int repeat)
     } else {
         apr_cpystrn(where, "?", sizeof where);
     }
-    id = mm_timer_add(mrb, block, interval_of(mrb, secs), repeat, where);
+    id = mm_timer_add(mrb, block, interval_of(mrb, secs), repeat,
+                      !mrb_undef_p(values[0]) && mrb_test(values[0]), where);
     if (id == 0) {
         mrb_raisef(mrb, E_RUNTIME_ERROR, "%s: a child has at most %d timers", what, MM_TIMER_MAX);
     }
@@ -89,7 +100,9 @@ void mm_timer_init(mrb_state *mrb)
 {
     struct RClass *c = mrb_define_module_under(mrb, mm_binding_apache(mrb), "Timer");
 
-    mrb_define_module_function(mrb, c, "every", timer_every, MRB_ARGS_REQ(1) | MRB_ARGS_BLOCK());
-    mrb_define_module_function(mrb, c, "after", timer_after, MRB_ARGS_REQ(1) | MRB_ARGS_BLOCK());
+    mrb_define_module_function(mrb, c, "every", timer_every,
+                               MRB_ARGS_REQ(1) | MRB_ARGS_KEY(1, 0) | MRB_ARGS_BLOCK());
+    mrb_define_module_function(mrb, c, "after", timer_after,
+                               MRB_ARGS_REQ(1) | MRB_ARGS_KEY(1, 0) | MRB_ARGS_BLOCK());
     mrb_define_module_function(mrb, c, "cancel", timer_cancel, MRB_ARGS_REQ(1));
 }
