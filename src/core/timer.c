@@ -145,10 +145,6 @@ static void wait_until(apr_time_t when)
     pthread_cond_timedwait(&tm.cond, &tm.lock, &ts);
 }
 
-/* Calls t's block; a timer that raised is kept (the exception is logged
- * with the block's file:line by the harness). A repeating timer keeps its
- * rate: the next call is one interval after the one due, or, when the block
- * ran past that, one interval from now. */
 /* Whether this child holds the server's timer lock (taking it if it is
  * free: its holder exited). */
 static int lead(void)
@@ -162,6 +158,11 @@ static int lead(void)
     return tm.leader;
 }
 
+/* Calls t's block (a singleton's only in the child holding the lock); a
+ * timer that raised is kept (the exception is logged with the block's
+ * file:line by the harness). A repeating timer keeps its
+ * rate: the next call is one interval after the one due, or, when the block
+ * ran past that, one interval from now. */
 static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t timeout)
 {
     mrb_int id = t->id;
