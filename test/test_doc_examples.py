@@ -39,8 +39,11 @@ import time
 
 import pytest
 
+import test_api_ssl
+import tls
 from cache_servers import memcached_backend
 from httpd import HTTPD, well_inside_window
+from loopback import free_port
 from recipes import ROOT, fenced_blocks
 from test_auth_providers import basic, digest_get
 
@@ -126,6 +129,34 @@ def answering(path, code):
 
 
 # ------------------------------------------------------- directives.md
+
+def test_child_exit(make_httpd, mpm):
+    """The example of mrubyChildExit: each child, as it stops, says so in
+    the file (here under the server's root)."""
+    conf = adapt(directives_example("mrubyChildExit, mrubyChildExitCode, and their First, Middle, Last forms"),
+                 ("/var/log/apache2/", "{root}/out/"))
+    srv = make_httpd("doc-child-exit", mpm, conf + answering("/pid", "Apache.rputs Process.pid.to_s")).start()
+    pid = int(srv.ok("/pid").text)
+    assert not os.path.exists(srv.path("out/children.log"))
+    srv.stop()
+    with open(srv.path("out/children.log")) as f:
+        lines = f.read().splitlines()
+    assert "%d stopped" % pid in lines
+    assert all(re.fullmatch(r"\d+ stopped", line) for line in lines), lines
+
+
+def test_timers_directive(make_httpd, mpm):
+    """The example of mrubyTimers: the heartbeat in the cache follows the
+    clock, each second."""
+    conf = directives_example("mrubyTimers, mrubyTimersCode, and their First, Middle, Last forms")
+    srv = make_httpd("doc-timers", mpm, conf + answering("/beat", "Apache.rputs Apache::Cache[%q(heartbeat)].to_s"))
+    srv.start()
+    time.sleep(1.3)
+    first = int(srv.ok("/beat").text)
+    assert abs(first - time.time()) < 2
+    time.sleep(2.1)
+    assert int(srv.ok("/beat").text) > first
+
 
 def test_handlers(make_httpd, mpm):
     """The two handlers: mruby-script makes .mrb files scripts,
@@ -485,6 +516,41 @@ def test_async_sleep(make_httpd, mpm):
         assert r.headers["Connection"] == "close"
 
 
+def test_tls_facts(make_httpd, mpm):
+    """The example of TLS facts, as an AccessChecker before a handler that
+    says who the user is: alice's verified certificate makes her the user;
+    a client without a certificate, or over plain HTTP, is nobody."""
+    script = api_example("TLS facts: Request#ssl? and Request#ssl_var", "ruby", count=1)
+    tls_port = free_port()
+    conf = test_api_ssl.BODY.replace("{tls_port}", str(tls_port)) + (
+        "<Location /who>\n    mrubyAccessChecker {root}/mruby/tls.rb\n</Location>\n"
+        + answering("/who", "Apache.rputs Apache::Request.new.user.inspect"))
+    srv = make_httpd("doc-tls", mpm, conf, modules=("socache_shmcb", "ssl"), files={"mruby/tls.rb": script})
+    tls.make_pki(srv.path("pki"))
+    srv.start()
+    pki = srv.path("pki")
+    assert tls.get(tls_port, "/who", tls.context(pki, "alice")) == (200, '"alice"')
+    assert tls.get(tls_port, "/who", tls.context(pki)) == (200, "nil")
+    assert srv.ok("/who").text == "nil"
+
+
+def test_timer_refreshes_from_a_file(make_httpd, mpm):
+    """Apache::Timer's example: the file's text reaches the cache within
+    the timer's interval, and an edit follows."""
+    script = adapt(api_example("Apache::Timer", "ruby", count=1), ("/etc/apache2/", "{root}/out/"))
+    conf = ("mrubyCache\nmrubyTimers {root}/mruby/t.rb\n"
+            + answering("/list", "Apache.rputs Apache::Cache[%q(blocklist)].to_s"))
+    srv = make_httpd("doc-timer", mpm, conf, files={"out/blocklist.txt": "192.0.2.1\n"})
+    srv.write("mruby/t.rb", srv.fill(script))
+    srv.start()
+    assert srv.ok("/list").text == ""
+    time.sleep(2.4)
+    assert srv.ok("/list").text == "192.0.2.1\n"
+    srv.write("out/blocklist.txt", "192.0.2.1\n198.51.100.7\n")
+    time.sleep(2.2)
+    assert srv.ok("/list").text == "192.0.2.1\n198.51.100.7\n"
+
+
 def test_rack(make_httpd, mpm):
     script = api_example("Rack", "ruby", count=1)
     srv = handler_server(make_httpd, mpm, "doc-rack", script)
@@ -605,6 +671,8 @@ EXAMPLES = {
         ("mrubyMapToStorage, mrubyMapToStorageCode, and their First, Middle, Last forms", "apache"),
         ("mrubyAccessChecker, mrubyAccessCheckerCode, and their First, Middle, Last forms", "apache"),
         ("mrubyFixups, mrubyFixupsCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyChildExit, mrubyChildExitCode, and their First, Middle, Last forms", "apache"),
+        ("mrubyTimers, mrubyTimersCode, and their First, Middle, Last forms", "apache"),
         ("mrubyHandler", "apache"),  # test_handler_file_cached
         ("mrubyHandlerCode", "apache"),
         ("mrubyTimeout", "apache"),
@@ -627,6 +695,8 @@ EXAMPLES = {
         ("Errors", ""),  # test_error_log_entry
         ("Ending a script early", "ruby"),  # test_return_ends_a_script
         ("Apache::Async", "ruby"),
+        ("Apache::Timer", "ruby"),
+        ("TLS facts: Request#ssl? and Request#ssl_var", "ruby"),
         ("Rack", "ruby"),
         ("Apache::Cache", "apache"),  # cache_conf
         ("Example: a rate limiter", "apache"),

@@ -200,6 +200,8 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         if (raised) {
             int result;
 
+            run->vm->exceptions++;
+            run->vm->timeouts += timed_out != 0;
             mm_error_log_exception(run->vm, exc, run->r, run->s, exception_level(run, exc), run->kind->stem,
                                    run->script);
             if (run->vm->stopped) {
@@ -405,6 +407,46 @@ int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_heade
     int result = run_list(mm_vm_for_thread(r->server), r, r->server, r->pool, kind, scripts, 0, DECLINED);
 
     return (kind->flags & MM_KIND_CONTENT) ? end_response(r, result) : result;
+}
+
+/* Calls the block a script gave (a timer's) with no argument. */
+static mrb_value run_block_body(mrb_state *mrb, void *block)
+{
+    mm_vm_of(mrb)->run->escape = mrb->jmp;
+    return mrb_yield_argv(mrb, *(mrb_value *)block, 0, NULL);
+}
+
+int mm_run_block(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind, const char *name,
+                 mrb_value block, apr_interval_time_t timeout)
+{
+    mm_run_t run;
+    mrb_state *mrb = vm->mrb;
+    int ai, result;
+
+    (void)p;
+    mm_vm_lock(vm);
+    memset(&run, 0, sizeof run);
+    run.s = s;
+    run.kind = kind;
+    run.script = name;
+    run.status = MM_STATUS_UNSET;
+    run.forced = MM_STATUS_UNSET;
+    run.serial = ++vm->serial;
+    run.outer = vm->run;
+    run.vm = vm;
+    run.fiber = mrb_nil_value();
+    run.timeout = timeout;
+    vm->run = &run;
+    ai = mrb_gc_arena_save(mrb);
+    result = execute(&run, run_block_body, &block, NULL);
+    mrb_gc_arena_restore(mrb, ai);
+    vm->run = run.outer;
+    if (run.outer == NULL) {
+        leave_vm(vm);
+        mm_vm_ran(vm, s);
+    }
+    mm_vm_unlock(vm);
+    return result;
 }
 
 int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,

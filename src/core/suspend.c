@@ -333,6 +333,7 @@ apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
         z->slot = *slot;
         mrb_gc_register(run->vm->mrb, run->fiber);
         run->vm->suspended++;
+        run->vm->suspends++;
         c->keepalive = AP_CONN_CLOSE;
         apr_pool_cleanup_register(run->r->pool, z, sleeper_gone, apr_pool_cleanup_null);
     }

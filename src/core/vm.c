@@ -22,6 +22,7 @@
 #include <mruby/variable.h>
 
 #include <malloc.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ int mm_vm_async; /* see vm.h; set in child_init */
 static apr_threadkey_t *vm_key;           /* child: the calling thread's mm_vm_t */
 static apr_thread_mutex_t *registry_lock; /* child: guards registry */
 static mm_vm_t *registry;                 /* child: the live VMs of this process */
+static mm_vm_stats_t closed;              /* child: the counts of the VMs it closed (under registry_lock) */
 
 static void registry_add(mm_vm_t *vm)
 {
@@ -51,11 +53,21 @@ static void registry_add(mm_vm_t *vm)
         registry->prev = vm;
     }
     registry = vm;
+    vm->registered = 1;
+    closed.vms_created++;
     apr_thread_mutex_unlock(registry_lock);
 }
 
+/* Called under registry_lock. */
 static void registry_remove(mm_vm_t *vm)
 {
+    if (vm->registered) {
+        vm->registered = 0;
+        closed.runs += vm->runs;
+        closed.exceptions += vm->exceptions;
+        closed.timeouts += vm->timeouts;
+        closed.suspends += vm->suspends;
+    }
     if (vm->prev) {
         vm->prev->next = vm->next;
     } else if (registry == vm) {
@@ -65,6 +77,27 @@ static void registry_remove(mm_vm_t *vm)
         vm->next->prev = vm->prev;
     }
     vm->next = vm->prev = NULL;
+}
+
+void mm_vm_stats(mm_vm_stats_t *out)
+{
+    mm_vm_t *vm;
+
+    memset(out, 0, sizeof *out);
+    if (registry_lock == NULL) {
+        return;
+    }
+    apr_thread_mutex_lock(registry_lock);
+    *out = closed;
+    for (vm = registry; vm; vm = vm->next) {
+        out->vms_alive++;
+        out->runs += vm->runs;
+        out->exceptions += vm->exceptions;
+        out->timeouts += vm->timeouts;
+        out->suspends += vm->suspends;
+        out->suspended += (apr_uint64_t)vm->suspended;
+    }
+    apr_thread_mutex_unlock(registry_lock);
 }
 
 void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx)
@@ -592,6 +625,7 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     struct rlimit nofile;
 
     registry = NULL;
+    memset(&closed, 0, sizeof closed);
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
         nofile.rlim_cur / 2 < (rlim_t)MRB_INT_MAX) {
         fd_crowded = (mrb_int)(nofile.rlim_cur / 2);

@@ -16,9 +16,11 @@
 #include "mod_mruby.h"
 #include "phase.h"
 #include "slots.h"
+#include "status.h"
 #include "subreq.h"
 #include "suspend.h"
 #include "timeout.h"
+#include "timer.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -42,6 +44,9 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
     }
     if ((rv = mm_cache_post_config(pconf, plog, s)) != OK) {
         return rv;
+    }
+    if (mm_phase_in_use(MM_PHASE_TIMERS)) {
+        mm_timer_post_config(pconf, s);
     }
     /* httpd reads its configuration twice at startup; say it once. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
@@ -76,6 +81,7 @@ static void mm_register_hooks(apr_pool_t *p)
     mm_slots_register_hooks(p);
     mm_suspend_register_hooks(p);
     mm_subreq_register_hooks(p);
+    mm_status_register_hooks(p);
 }
 
 /* clang-format off */

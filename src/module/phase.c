@@ -14,6 +14,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "run.h"
+#include "timer.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -25,6 +26,8 @@ APLOG_USE_MODULE(mruby);
 #define MM_FLAGS_HANDLER    MM_KIND_CONTENT
 #define MM_FLAGS_POSTCONFIG 0
 #define MM_FLAGS_CHILDINIT  0
+#define MM_FLAGS_CHILDEXIT  0
+#define MM_FLAGS_TIMERS     0
 
 const mm_phase_t mm_phases[MM_PHASE_COUNT] = {
 #define MM_PHASE_ROW(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR)                                         \
@@ -161,6 +164,76 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     }
 }
 
+/* ChildExit scripts run when the child's pool is destroyed: its worker
+ * threads have ended (worker, event) or its one thread has left its
+ * request loop (prefork), and every module's child_init cleanup is still
+ * to come. A pre-cleanup, so the subpools of pchild (and what other modules
+ * keep there) are still alive; pre-cleanups run before the cleanups of the
+ * VM registry, the timeout watchdog and the caches, which the scripts may
+ * need. They run in a VM of their own, made for the occasion and closed
+ * after: the threads' VMs may be gone already, and the main thread's may
+ * be in the middle of a run a signal cut short. One cleanup runs the
+ * three orders, First to Last; the hooks of the three orders (whichever are
+ * registered) arm it once per child. */
+static int child_exit_armed;
+
+static apr_status_t run_child_exit(void *data)
+{
+    server_rec *s = data;
+    mm_vm_t *vm;
+    mm_order_e order;
+    apr_pool_t *p;
+
+    child_exit_armed = 0;
+    mm_timer_stop(); /* no timer runs beside or after the exit scripts */
+    if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+        return APR_SUCCESS;
+    }
+    vm = mm_vm_create(s);
+    if (vm) {
+        for (order = MM_ORDER_FIRST; order < MM_ORDER_COUNT; order++) {
+            const apr_array_header_t *scripts = server_scripts(s, MM_PHASE_CHILD_EXIT, order);
+
+            if (scripts) {
+                mm_run_server_scripts(vm, s, p, &mm_phases[MM_PHASE_CHILD_EXIT], scripts);
+            }
+        }
+        mm_vm_close(vm);
+    }
+    apr_pool_destroy(p);
+    return APR_SUCCESS;
+}
+
+static void arm_child_exit(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    if (!child_exit_armed) {
+        child_exit_armed = 1;
+        apr_pool_pre_cleanup_register(pchild, s, run_child_exit);
+    }
+}
+
+/* mrubyTimers scripts run in the child's timer thread, in its VM (timer.c),
+ * all three orders, First to Last; the hooks of the three orders start the
+ * thread once per child. */
+static void run_timer_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p)
+{
+    mm_order_e order;
+
+    for (order = MM_ORDER_FIRST; order < MM_ORDER_COUNT; order++) {
+        const apr_array_header_t *scripts = server_scripts(s, MM_PHASE_TIMERS, order);
+
+        if (scripts) {
+            mm_run_server_scripts(vm, s, p, &mm_phases[MM_PHASE_TIMERS], scripts);
+        }
+    }
+}
+
+static void start_timers(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, mm_order_e order)
+{
+    mm_timer_kind = &mm_phases[MM_PHASE_TIMERS];
+    mm_timer_child_init(pchild, s, run_timer_scripts);
+}
+
 /* ------------------------------------------------------- hook templates */
 
 #define MM_ORDERS(MAKE, ID) MAKE(ID, first, FIRST) MAKE(ID, middle, MIDDLE) MAKE(ID, last, LAST)
@@ -195,6 +268,18 @@ static void run_child_init(apr_pool_t *pchild, server_rec *s, mm_phase_e phase, 
     static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
     {                                                                                                        \
         run_child_init(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
+    }
+
+#define MM_HOOK_CHILDEXIT(ID, o, ORDER)                                                                      \
+    static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
+    {                                                                                                        \
+        arm_child_exit(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                          \
+    }
+
+#define MM_HOOK_TIMERS(ID, o, ORDER)                                                                         \
+    static void hook_##ID##_##o(apr_pool_t *pchild, server_rec *s)                                           \
+    {                                                                                                        \
+        start_timers(pchild, s, MM_PHASE_##ID, MM_ORDER_##ORDER);                                            \
     }
 
 #define MM_DEFINE_HOOKS(ID, STEM, SHAPE, HOOK, WHERE, DEFAULT, ONERROR) MM_ORDERS(MM_HOOK_##SHAPE, ID)
@@ -255,4 +340,9 @@ void mm_phase_use(mm_phase_e phase, mm_order_e order)
         hooked[phase] |= 1u << order;
         registrars[phase](order);
     }
+}
+
+int mm_phase_in_use(mm_phase_e phase)
+{
+    return hooked[phase] != 0;
 }

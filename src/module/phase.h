@@ -12,7 +12,9 @@
  *   SHAPE    the hook's signature family, which picks the hook function
  *            template in phase.c: REQUEST int(request_rec *), VOID
  *            void(request_rec *), QUICK the quick handler, HANDLER the content
- *            handler, POSTCONFIG and CHILDINIT the server phases
+ *            handler, POSTCONFIG and CHILDINIT the server phases, CHILDEXIT
+ *            the child's exit (its child_init hook arms a cleanup of pchild),
+ *            TIMERS the child's timer thread (its child_init hook starts it)
  *   HOOK     httpd hook: registered with ap_hook_<HOOK>
  *   WHERE    where its directives may appear, i.e. which sections httpd has
  *            applied when the phase runs: DIR (server, virtual host, any
@@ -38,7 +40,9 @@
     X(HANDLER,           "Handler",         HANDLER,    handler,           DIR,    OK,       HTTP_INTERNAL_SERVER_ERROR) \
     X(LOG_TRANSACTION,   "LogTransaction",  REQUEST,    log_transaction,   DIR,    DECLINED, DECLINED)                   \
     X(POST_CONFIG,       "PostConfig",      POSTCONFIG, post_config,       GLOBAL, OK,       HTTP_INTERNAL_SERVER_ERROR) \
-    X(CHILD_INIT,        "ChildInit",       CHILDINIT,  child_init,        GLOBAL, OK,       DECLINED)
+    X(CHILD_INIT,        "ChildInit",       CHILDINIT,  child_init,        GLOBAL, OK,       DECLINED)                   \
+    X(CHILD_EXIT,        "ChildExit",       CHILDEXIT,  child_init,        GLOBAL, OK,       DECLINED)                   \
+    X(TIMERS,            "Timers",          TIMERS,     child_init,        GLOBAL, OK,       DECLINED)
 /* clang-format on */
 
 typedef enum {
@@ -85,6 +89,8 @@ extern const mm_phase_t mm_phases[MM_PHASE_COUNT];
 void mm_phase_register_hooks(apr_pool_t *p);
 void mm_phase_pre_config(void); /* a new generation: nothing in use */
 void mm_phase_use(mm_phase_e phase, mm_order_e order);
+/* Some directive of this generation scripts the phase. */
+int mm_phase_in_use(mm_phase_e phase);
 
 /* The handler names this module answers to. */
 #define MM_HANDLER_FILE   "mruby-script"        /* run r->filename */

@@ -13,9 +13,11 @@ void mm_apache_init(mrb_state *mrb);     /* rb_apache.c: Apache */
 void mm_table_init(mrb_state *mrb);      /* rb_table.c: Apache::Headers_in, ... */
 void mm_request_init(mrb_state *mrb);    /* rb_request.c: Apache::Request */
 void mm_async_init(mrb_state *mrb);      /* rb_async.c: Apache::Async */
+void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
 void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */
 void mm_connection_init(mrb_state *mrb); /* rb_connection.c: Apache::Connection */
+void mm_ssl_init(mrb_state *mrb);        /* rb_ssl.c: Request#ssl?, #ssl_var, Connection#ssl? */
 void mm_server_init(mrb_state *mrb);     /* rb_server.c: Apache::Server */
 void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard */
 void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */

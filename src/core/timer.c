@@ -1,0 +1,308 @@
+/* timer.c: the child's timer thread. It makes a VM of its own, runs the
+ * mrubyTimers scripts there (they set timers with Apache::Timer.every and
+ * .after, whose blocks live in that VM), then sleeps until the next timer
+ * is due and calls its block, until the child stops. One thread and one VM
+ * per child: blocks never run at the same time as each other, and never in
+ * a VM that serves requests. */
+
+#include "apr_strings.h"
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "unixd.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <signal.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "mod_mruby.h"
+#include "run.h"
+#include "timer.h"
+
+APLOG_USE_MODULE(mruby);
+
+const mm_phase_t *mm_timer_kind;
+
+typedef struct {
+    mrb_int id;    /* 0: a free slot */
+    int repeat;    /* every (1) or after (0) */
+    int singleton; /* runs in one child of the server at a time */
+    apr_interval_time_t interval;
+    apr_time_t due;  /* monotonic clock */
+    mrb_value block; /* registered with the VM's GC while the timer exists */
+    char name[160];  /* "timer every 2000 ms (file:line)", for logs */
+} mm_timer_t;
+
+/* The child's timer thread and its timers. timers[] and next_id are the
+ * timer thread's own (Ruby adds and cancels timers only there); lock guards
+ * stop, and is what the thread waits on. */
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int running, stop;
+    server_rec *s;
+    mm_timer_scripts_fn *scripts;
+    mm_timer_t timers[MM_TIMER_MAX];
+    mrb_int next_id;
+    apr_uint64_t runs, failures; /* written by the timer thread only */
+    /* Singleton timers run in the child that holds the server's timer lock
+     * (an flock of the file below, in DefaultRuntimeDir), which it takes
+     * at the first singleton timer due and keeps until it exits; the
+     * others skip theirs, and try again at their next turn. */
+    char lock_path[1024];
+    int lock_fd; /* -1 until opened */
+    int leader;  /* this child holds the lock */
+} tm;
+
+#define MM_TIMER_LOCK_FILE "mruby-timers.lock"
+
+void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures)
+{
+    *runs = __atomic_load_n(&tm.runs, __ATOMIC_RELAXED);
+    *failures = __atomic_load_n(&tm.failures, __ATOMIC_RELAXED);
+}
+
+static apr_time_t now_mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat, int singleton,
+                     const char *where)
+{
+    int i;
+
+    for (i = 0; i < MM_TIMER_MAX; i++) {
+        mm_timer_t *t = &tm.timers[i];
+
+        if (t->id == 0) {
+            t->id = ++tm.next_id;
+            t->repeat = repeat;
+            t->singleton = singleton;
+            t->interval = interval;
+            t->due = now_mono() + interval;
+            t->block = block;
+            mrb_gc_register(mrb, block);
+            apr_snprintf(t->name, sizeof t->name, "%stimer %s %" APR_TIME_T_FMT " ms (%s)",
+                         singleton ? "singleton " : "", repeat ? "every" : "after",
+                         (apr_time_t)apr_time_as_msec(interval), where);
+            return t->id;
+        }
+    }
+    return 0;
+}
+
+static void drop(mrb_state *mrb, mm_timer_t *t)
+{
+    mrb_gc_unregister(mrb, t->block);
+    t->id = 0;
+    t->block = mrb_nil_value();
+}
+
+int mm_timer_cancel(mrb_state *mrb, mrb_int id)
+{
+    int i;
+
+    for (i = 0; i < MM_TIMER_MAX; i++) {
+        if (id > 0 && tm.timers[i].id == id) {
+            drop(mrb, &tm.timers[i]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The timer due first, or NULL when there is none. */
+static mm_timer_t *earliest(void)
+{
+    mm_timer_t *best = NULL;
+    int i;
+
+    for (i = 0; i < MM_TIMER_MAX; i++) {
+        if (tm.timers[i].id && (best == NULL || tm.timers[i].due < best->due)) {
+            best = &tm.timers[i];
+        }
+    }
+    return best;
+}
+
+static void wait_until(apr_time_t when)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(when / APR_USEC_PER_SEC);
+    ts.tv_nsec = (long)(when % APR_USEC_PER_SEC) * 1000;
+    pthread_cond_timedwait(&tm.cond, &tm.lock, &ts);
+}
+
+/* Whether this child holds the server's timer lock (taking it if it is
+ * free: its holder exited). */
+static int lead(void)
+{
+    if (!tm.leader) {
+        if (tm.lock_fd < 0) {
+            tm.lock_fd = open(tm.lock_path, O_RDWR | O_CLOEXEC);
+        }
+        tm.leader = tm.lock_fd >= 0 && flock(tm.lock_fd, LOCK_EX | LOCK_NB) == 0;
+    }
+    return tm.leader;
+}
+
+/* Calls t's block (a singleton's only in the child holding the lock); a
+ * timer that raised is kept (the exception is logged with the block's
+ * file:line by the harness). A repeating timer keeps its
+ * rate: the next call is one interval after the one due, or, when the block
+ * ran past that, one interval from now. */
+static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t timeout)
+{
+    mrb_int id = t->id;
+    int repeat = t->repeat;
+    mrb_value block = t->block;
+    char name[sizeof t->name];
+    apr_uint64_t exceptions;
+
+    if (t->singleton && !lead()) { /* another child runs it */
+        t->due = now_mono() + t->interval;
+        return;
+    }
+    memcpy(name, t->name, sizeof name);
+    if (!repeat) { /* once: gone before it runs (its block may reuse the slot) */
+        t->id = 0;
+    }
+    exceptions = vm->exceptions;
+    mm_run_block(vm, tm.s, p, mm_timer_kind, name, block, timeout);
+    __atomic_store_n(&tm.runs, tm.runs + 1, __ATOMIC_RELAXED);
+    if (vm->exceptions != exceptions) {
+        __atomic_store_n(&tm.failures, tm.failures + 1, __ATOMIC_RELAXED);
+    }
+    if (!repeat) {
+        mrb_gc_unregister(vm->mrb, block);
+    } else if (t->id == id) { /* not cancelled by its own block */
+        apr_time_t now = now_mono();
+
+        t->due += t->interval;
+        if (t->due <= now) {
+            t->due = now + t->interval;
+        }
+    }
+}
+
+static void *timer_main(void *unused)
+{
+    mm_vm_t *vm = mm_vm_for_thread(tm.s);
+    const mm_dir_conf_t *dc = ap_get_module_config(tm.s->lookup_defaults, &mruby_module);
+    apr_interval_time_t timeout = dc->timeout > 0 ? dc->timeout : 0;
+    apr_pool_t *p;
+
+    if (vm == NULL || apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+        return NULL; /* logged where it failed */
+    }
+    tm.scripts(vm, tm.s, p);
+    apr_pool_clear(p);
+    pthread_mutex_lock(&tm.lock);
+    while (!tm.stop) {
+        mm_timer_t *t = earliest();
+
+        if (t == NULL) {
+            pthread_cond_wait(&tm.cond, &tm.lock);
+        } else if (t->due > now_mono()) {
+            wait_until(t->due);
+        } else {
+            pthread_mutex_unlock(&tm.lock);
+            fire(vm, p, t, timeout);
+            apr_pool_clear(p);
+            pthread_mutex_lock(&tm.lock);
+        }
+    }
+    pthread_mutex_unlock(&tm.lock);
+    apr_pool_destroy(p);
+    /* The timers' blocks go with the VM, which the thread's exit closes. */
+    return NULL;
+}
+
+void mm_timer_stop(void)
+{
+    if (!tm.running) {
+        return;
+    }
+    pthread_mutex_lock(&tm.lock);
+    tm.stop = 1;
+    pthread_cond_signal(&tm.cond);
+    pthread_mutex_unlock(&tm.lock);
+    pthread_join(tm.thread, NULL);
+    tm.running = 0;
+}
+
+static apr_status_t stop_at_exit(void *unused)
+{
+    mm_timer_stop();
+    return APR_SUCCESS;
+}
+
+void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn *scripts)
+{
+    pthread_condattr_t ca;
+    sigset_t all, saved;
+    int rv;
+
+    if (tm.running) {
+        return; /* the hook of another order started it */
+    }
+    apr_cpystrn(tm.lock_path, ap_runtime_dir_relative(pchild, MM_TIMER_LOCK_FILE), sizeof tm.lock_path);
+    tm.lock_fd = -1;
+    tm.leader = 0;
+    memset(tm.timers, 0, sizeof tm.timers);
+    tm.next_id = 0;
+    tm.runs = tm.failures = 0;
+    tm.stop = 0;
+    tm.s = s;
+    tm.scripts = scripts;
+    pthread_mutex_init(&tm.lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tm.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    /* The thread takes no signal: httpd's (a stop, a graceful restart) go
+     * to the child's own threads, which know what to do with them. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
+    rv = pthread_create(&tm.thread, NULL, timer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (rv != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     MM_LOGNO(00650) "cannot start the child's timer thread: no mrubyTimers script runs");
+        return;
+    }
+    tm.running = 1;
+    /* A pre-cleanup: before the VM registry, the watchdog and the caches
+     * the blocks use are taken down. */
+    apr_pool_pre_cleanup_register(pchild, NULL, stop_at_exit);
+}
+
+void mm_timer_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    const char *path = ap_runtime_dir_relative(pconf, MM_TIMER_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), s,
+                     MM_LOGNO(00651) "cannot create %s: singleton timers run in no child", path);
+        return;
+    }
+    /* The children, which run as User, open it. */
+    if (geteuid() == 0 && fchown(fd, ap_unixd_config.user_id, ap_unixd_config.group_id) != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), s,
+                     MM_LOGNO(00652) "cannot give %s to User: singleton timers run in no child", path);
+    }
+    close(fd);
+}

@@ -1,0 +1,70 @@
+"""Recipe docs/recipes/blocklist: each child's timer reads blocklist.txt
+into the "blocklist" cache; the access check refuses the addresses on it.
+Edits apply within the refresh time; a missing file keeps the list."""
+
+import os
+import time
+
+from recipes import recipe_httpd, server_root
+
+FILES = {"htdocs/index.html": "home\n"}
+
+srv = recipe_httpd("blocklist", "DirectoryIndex index.html\n", FILES)
+
+# Past the timer's refresh (2 s): every child's timer has read the file.
+REFRESH = 2.6
+
+
+def list_path(server):
+    return os.path.join(server_root(server), "mruby", "blocklist.txt")
+
+
+def replace_list(server, text):
+    path = list_path(server)
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.chmod(path + ".new", 0o644)
+    os.rename(path + ".new", path)
+
+
+def statuses(server, source, n=6):
+    return {server.get("/", source=source).status for _ in range(n)}
+
+
+def test_shipped_list_refuses_none_of_ours(srv):
+    for source in ("127.0.0.1", "127.0.0.3"):
+        assert statuses(srv, source) == {200}
+
+
+def test_added_address_refused_then_let_in_again(srv):
+    path = list_path(srv)
+    with open(path) as f:
+        shipped = f.read()
+    try:
+        replace_list(srv, shipped + "127.0.0.3   # the test's scanner\n")
+        time.sleep(REFRESH)
+        assert statuses(srv, "127.0.0.3") == {403}
+        assert statuses(srv, "127.0.0.1") == {200}
+    finally:
+        replace_list(srv, shipped)
+    time.sleep(REFRESH)
+    assert statuses(srv, "127.0.0.3") == {200}
+
+
+def test_missing_file_keeps_the_list(srv):
+    path = list_path(srv)
+    with open(path) as f:
+        shipped = f.read()
+    try:
+        replace_list(srv, shipped + "127.0.0.4\n")
+        time.sleep(REFRESH)
+        assert statuses(srv, "127.0.0.4") == {403}
+        os.unlink(path)
+        srv.wait_log(r"MRB00031: Timers script timer every 2000 ms \(.*blocklist_timer\.rb:\d+\) raised "
+                     r".*blocklist\.txt", timeout=5)
+        assert statuses(srv, "127.0.0.4") == {403}
+        assert statuses(srv, "127.0.0.1") == {200}
+    finally:
+        replace_list(srv, shipped)
+    time.sleep(REFRESH)
+    assert statuses(srv, "127.0.0.4") == {200}

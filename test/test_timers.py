@@ -1,0 +1,196 @@
+"""Apache::Timer: mrubyTimers scripts set timers that the child's timer
+thread calls in a VM of its own: at the right rate, again after an
+exception, stopped with the child (graceful restart, stop) and started
+again in the new generation; never in a request's VM."""
+
+import os
+import re
+import time
+
+import pytest
+
+from httpd import SINGLE_WORKER, restarts
+
+# Each tick: "pid wall-clock-time" on a line of out/ticks.
+TICK = r"File.open('{root}/out/ticks', 'a') { |f| f.puts \"#{Process.pid} #{Time.now.to_f}\" }"
+
+BODY = r"""
+mrubyTimersCode "Apache::Timer.every(0.25) { %s }"
+<Location /hello>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Process.pid.to_s"
+</Location>
+<Location /set>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "begin; Apache::Timer.every(1) { }; rescue RuntimeError => e; Apache.rputs e.message; end"
+</Location>
+""" % TICK
+
+
+def ticks(srv):
+    try:
+        with open(srv.path("out/ticks")) as f:
+            return [(int(p), float(t)) for p, t in (line.split() for line in f)]
+    except FileNotFoundError:
+        return []
+
+
+def start(make_httpd, mpm, body=BODY, **kw):
+    return make_httpd("timers", mpm, body, mpm_conf=SINGLE_WORKER, **kw).start()
+
+
+def test_every_keeps_its_rate(make_httpd, mpm):
+    srv = start(make_httpd, mpm)
+    pid = int(srv.ok("/hello").text)
+    time.sleep(0.5)
+    first = len(ticks(srv))
+    time.sleep(5)
+    got = ticks(srv)
+    assert {p for p, _ in got} == {pid}  # the one child, in its timer thread
+    n = len(got) - first
+    assert 18 <= n <= 22, got  # 20 in 5 s, within 10 %
+    times = [t for _, t in got]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert abs(sum(gaps) / len(gaps) - 0.25) < 0.025, gaps
+
+
+def test_after_runs_once_and_a_block_may_set_timers(make_httpd, mpm):
+    body = BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.after(0.2) { %s; Apache::Timer.after(0.3) { %s } }"' % (TICK, TICK))
+    srv = start(make_httpd, mpm, body)
+    time.sleep(1.5)
+    assert len(ticks(srv)) == 2
+
+
+def test_an_exception_is_logged_and_the_timer_kept(make_httpd, mpm):
+    body = BODY.replace("{ %s }" % TICK, r"{ $n = ($n || 0) + 1; raise \"tick #{$n}\" if $n %% 2 == 1; %s }" % TICK)
+    srv = start(make_httpd, mpm, body)
+    lines = srv.wait_log(r"MRB00031: Timers script timer every 250 ms \(.*httpd\.conf:\d+\) raised RuntimeError "
+                         r"at .*httpd\.conf:\d+: tick 3", timeout=5)
+    assert lines
+    assert len(ticks(srv)) >= 1  # the even ones ran
+
+
+def test_only_in_timer_scripts(make_httpd, mpm):
+    srv = start(make_httpd, mpm)
+    assert srv.ok("/set").text == ("Apache::Timer.every can only be used in mrubyTimers scripts and timer "
+                                   "blocks, not in a Handler script")
+
+
+def test_at_most_64_timers(make_httpd, mpm):
+    body = BODY.replace("Apache::Timer.every(0.25) { %s }" % TICK,
+                        "begin; 65.times { Apache::Timer.every(100) { } }; rescue RuntimeError => e; "
+                        "File.open('{root}/out/full', 'w') { |f| f.write e.message }; end")
+    srv = start(make_httpd, mpm, body)
+    deadline = time.time() + 5
+    while not os.path.exists(srv.path("out/full")) and time.time() < deadline:
+        time.sleep(0.05)
+    with open(srv.path("out/full")) as f:
+        assert f.read() == "Apache::Timer.every: a child has at most 64 timers"
+
+
+@restarts
+def test_stopped_by_graceful_restart_and_started_again(make_httpd, mpm):
+    srv = start(make_httpd, mpm)
+    old = int(srv.ok("/hello").text)
+    time.sleep(0.6)
+    srv.graceful()  # returns once the old child is gone
+    gone = time.time()
+    time.sleep(1.2)
+    new = int(srv.ok("/hello").text)
+    got = ticks(srv)
+    assert new != old
+    assert all(t < gone for p, t in got if p == old)  # nothing after its child exited
+    assert any(p == old for p, _ in got) and sum(1 for p, _ in got if p == new) >= 3
+
+
+def test_never_after_the_child_stops(make_httpd, mpm):
+    srv = start(make_httpd, mpm)
+    time.sleep(0.6)
+    srv.stop()
+    stopped = time.time()
+    n = len(ticks(srv))
+    time.sleep(0.6)
+    got = ticks(srv)
+    assert n >= 2 and len(got) == n
+    assert all(t < stopped for _, t in got)
+
+
+def test_counted_in_server_status(make_httpd, mpm):
+    body = BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.after(0.1) { raise %%q(one) }; Apache::Timer.after(0.2) { %s }; '
+        'Apache::Timer.after(0.3) { raise %%q(two) }"' % TICK)
+    body = "LoadModule status_module /usr/lib/apache2/modules/mod_status.so\n" + body + (
+        "<Location /server-status>\n    SetHandler server-status\n</Location>\n")
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00031: Timers script timer after 300 ms .* two", timeout=5)
+    auto = srv.ok("/server-status?auto").text
+    assert "\nMrubyTimerRuns: 3\n" in auto and "\nMrubyTimerFailures: 2\n" in auto, auto
+    assert len(ticks(srv)) == 1
+
+
+def test_mruby_timeout_stops_a_block(make_httpd, mpm):
+    """mrubyTimeout of the main server stops a block that does not end;
+    the timer is kept and called again."""
+    body = "mrubyTimeout 200\n" + BODY.replace("{ %s }" % TICK, "{ %s; loop { } }" % TICK)
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00031: Timers script timer every 250 ms .* raised Apache::Timeout", timeout=5, count=2)
+    assert len(ticks(srv)) >= 2
+    assert srv.ok("/hello")  # requests are served meanwhile
+
+
+def test_cancel(make_httpd, mpm):
+    body = BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "$id = Apache::Timer.every(0.1) { %s; $n = ($n || 0) + 1; '
+        'File.open(%%q({root}/out/cancel), %%q(w)) { |f| f.write Apache::Timer.cancel($id).to_s + '
+        'Apache::Timer.cancel($id).to_s } if $n == 3 }"' % TICK)
+    srv = start(make_httpd, mpm, body)
+    time.sleep(1.0)
+    assert len(ticks(srv)) == 3
+    with open(srv.path("out/cancel")) as f:
+        assert f.read() == "truefalse"
+
+
+# Each child ticks in out/ticks; the singleton timer in out/single.
+SINGLE = TICK.replace("out/ticks", "out/single")
+SINGLE_BODY = BODY.replace(
+    'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+    'mrubyTimersCode "Apache::Timer.every(0.25) { %s }; Apache::Timer.every(0.2, singleton: true) { %s }"'
+    % (TICK, SINGLE))
+
+
+def singles(srv):
+    try:
+        with open(srv.path("out/single")) as f:
+            return [(int(p), float(t)) for p, t in (line.split() for line in f)]
+    except FileNotFoundError:
+        return []
+
+
+def test_singleton_runs_in_one_child(make_httpd, mpm):
+    srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
+    time.sleep(2)
+    children = {p for p, _ in ticks(srv)}
+    got = singles(srv)
+    assert len(children) >= 2  # every child has its timers
+    assert len({p for p, _ in got}) == 1 and len(got) >= 7, got
+    assert got[0][0] in children
+
+
+@restarts
+def test_singleton_moves_to_the_new_generation(make_httpd, mpm):
+    srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
+    time.sleep(0.8)
+    leader = singles(srv)[-1][0]
+    srv.graceful()  # the old children, the leader with them, are gone
+    gone = time.time()
+    time.sleep(1.5)
+    after = [(p, t) for p, t in singles(srv) if t > gone]
+    assert len({p for p, _ in after}) == 1 and after[0][0] != leader, after
+    assert len(after) >= 5
+    # one at a time: no two ticks closer than the interval allows
+    times = [t for _, t in singles(srv)]
+    assert all(b - a > 0.1 for a, b in zip(times, times[1:])), times
