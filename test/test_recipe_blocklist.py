@@ -5,7 +5,10 @@ Edits apply within the refresh time; a missing file keeps the list."""
 import os
 import time
 
-from recipes import recipe_httpd, server_root
+import pytest
+
+import system_apache
+from recipes import Recipe, recipe_httpd, server_root, with_dependencies
 
 FILES = {"htdocs/index.html": "home\n"}
 
@@ -68,3 +71,20 @@ def test_missing_file_keeps_the_list(srv):
         replace_list(srv, shipped)
     time.sleep(REFRESH)
     assert statuses(srv, "127.0.0.4") == {200}
+
+
+@pytest.mark.skipif(system_apache.enabled(), reason="a second server of its own: test servers only")
+def test_no_list_read_yet_lets_everyone_in(make_httpd, mpm):
+    """Before the timer's first read there is no list in the cache (here
+    the file is missing when the server starts): every client gets in, and
+    none gets a 500 from the check."""
+    recipe = Recipe("blocklist")
+    srv = make_httpd("recipe-blocklist-nolist", mpm, "IncludeOptional conf-enabled/*.conf\nDirectoryIndex index.html\n",
+                     modules=with_dependencies(recipe.modules()), files=FILES)
+    recipe.install(srv)
+    os.unlink(list_path(srv))
+    srv.start()
+    srv.wait_log(r"MRB00031: .*blocklist_timer\.rb:\d+.* raised .*blocklist\.txt", timeout=10)
+    assert statuses(srv, "127.0.0.1") == {200}
+    assert statuses(srv, "127.0.0.3") == {200}
+    assert "blocklist_check.rb" not in srv.error_log()

@@ -3,7 +3,8 @@
 # keeps the list as a Hash, made again when the cache's digest changes.
 cache = Apache::Cache.named(:blocklist)
 digest = cache["digest"]
-if digest != $blocklist_digest
+# (before the timer's first read, there is no digest yet: an empty list)
+if $blocklist.nil? || digest != $blocklist_digest
   list = {}
   (cache["list"] || "").each_line do |line|
     address = line.split("#", 2)[0].strip
