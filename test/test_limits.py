@@ -502,14 +502,16 @@ def test_many_runs_with_timeouts_under_concurrency(make_httpd, mpm):
 
 # A run nested in another (a stream filter under the handler's
 # Apache.rputs) has its own deadline; the outer one, passed while the inner
-# run went on, comes back when it ends, and stops the handler there.
+# run went on, comes back when it ends, and stops the handler there. The
+# handler's deadline passes 0.3 s into the filter's run, which ends 0.4 s
+# before its own: margins a loaded machine's scheduling does not eat.
 NESTED_TIMEOUT_BODY = r"""
 <Location /nested>
-    mrubyTimeout 300
+    mrubyTimeout 1000
     SetHandler mruby-native-script
     SetOutputFilter mruby
-    mrubyOutputFilterCode "t = Time.now; while Time.now - t < 0.25; end" stream
-    mrubyHandlerCode "t = Time.now; while Time.now - t < 0.2; end; Apache.rputs 'x' * 9000; loop { }"
+    mrubyOutputFilterCode "t = Time.now; while Time.now - t < 0.6; end" stream
+    mrubyHandlerCode "t = Time.now; while Time.now - t < 0.7; end; Apache.rputs 'x' * 9000; loop { }"
 </Location>
 <Location /quick>
     mrubyTimeout 300
