@@ -76,6 +76,20 @@ def sanitizer_env(env, report_dir):
     return env
 
 
+def tool_env(report_dir):
+    """The environment for a tool of this tree that starts httpd itself
+    (the test kit), made as the suite's own servers get it: the sanitizer
+    runtimes, reporting into report_dir (made writable for httpd's
+    children), when the suite runs under them."""
+    os.makedirs(report_dir, exist_ok=True)
+    os.chmod(report_dir, 0o1777)
+    return sanitizer_env(os.environ, report_dir)
+
+
+# Seconds the test kit may wait for an answer (its --timeout).
+TOOL_TIMEOUT = "120" if GC_STRESS or VALGRIND else "30"
+
+
 def sanitizer_reports(report_dir):
     """The sanitizers' report files in report_dir, read."""
     out = []

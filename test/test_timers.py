@@ -12,7 +12,9 @@ import pytest
 from httpd import SINGLE_WORKER, restarts
 
 # Each tick: "pid wall-clock-time" on a line of out/ticks.
-TICK = r"File.open('{root}/out/ticks', 'a') { |f| f.puts \"#{Process.pid} #{Time.now.to_f}\" }"
+# One write(2) of a whole line (puts writes the newline apart): the
+# children append to the same file at once.
+TICK = r"File.open('{root}/out/ticks', 'a') { |f| f.write \"#{Process.pid} #{Time.now.to_f}\n\" }"
 
 BODY = r"""
 mrubyTimersCode "Apache::Timer.every(0.25) { %s }"
@@ -30,7 +32,8 @@ mrubyTimersCode "Apache::Timer.every(0.25) { %s }"
 def ticks(srv):
     try:
         with open(srv.path("out/ticks")) as f:
-            return [(int(p), float(t)) for p, t in (line.split() for line in f)]
+            # (a line being written has no newline yet)
+            return [(int(p), float(t)) for p, t in (line.split() for line in f if line.endswith("\n"))]
     except FileNotFoundError:
         return []
 
@@ -165,7 +168,7 @@ SINGLE_BODY = BODY.replace(
 def singles(srv):
     try:
         with open(srv.path("out/single")) as f:
-            return [(int(p), float(t)) for p, t in (line.split() for line in f)]
+            return [(int(p), float(t)) for p, t in (line.split() for line in f if line.endswith("\n"))]
     except FileNotFoundError:
         return []
 
