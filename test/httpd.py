@@ -508,11 +508,18 @@ def serving(srv):
     srv.cleanup()
 
 
-def module_httpd(name, body, files=None, **kw):
-    """A module-scoped fixture: one server per MPM, shared by all the tests
-    of a module; its error log is checked for crashes when it stops."""
+# For tests of what no MPM changes (JSON, Regexp, form fields: Ruby and
+# parsing alone): one server, on the MPM the valgrind and GC-stress checks
+# also run.
+ANY_MPM = ("prefork",)
 
-    @pytest.fixture(scope="module", params=MPMS)
+
+def module_httpd(name, body, files=None, mpms=MPMS, **kw):
+    """A module-scoped fixture: one server per MPM (of mpms), shared by all
+    the tests of a module; its error log is checked for crashes when it
+    stops."""
+
+    @pytest.fixture(scope="module", params=mpms)
     def fixture(request):
         srv = Httpd(name, request.param, body, **kw)
         for rel, content in (files or {}).items():

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from httpd import module_httpd
+from httpd import ANY_MPM, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -154,7 +154,7 @@ FILES = {
     "htdocs/api.mrb": API,
 }
 
-server = module_httpd("json", BODY, files=FILES)
+server = module_httpd("json", BODY, files=FILES, mpms=ANY_MPM)
 
 
 def same(got, want):

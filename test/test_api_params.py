@@ -2,7 +2,7 @@
 multipart through ours), the fields limit and the truncated? flag,
 Request#cookies and #set_cookie."""
 
-from httpd import module_httpd
+from httpd import ANY_MPM, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -61,7 +61,7 @@ FILES = {
     ),
 }
 
-server = module_httpd("params", BODY, files=FILES)
+server = module_httpd("params", BODY, files=FILES, mpms=ANY_MPM)
 
 URLENC = {"Content-Type": "application/x-www-form-urlencoded"}
 

@@ -2,7 +2,7 @@
 builds with a Regexp (like mod_mruby's rewrite examples) run unchanged:
 Regexp.new(...).match, literals, $~ and $1, =~, sub/gsub/scan/split."""
 
-from httpd import SINGLE_WORKER, module_httpd
+from httpd import ANY_MPM, SINGLE_WORKER, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -116,7 +116,7 @@ Apache.rputs $cached_re.match?(Apache::Request.new.uri).to_s
 ''',
 }
 
-server = module_httpd("regexp", BODY, files=FILES)
+server = module_httpd("regexp", BODY, files=FILES, mpms=ANY_MPM)
 
 
 def test_rewrite_example(server):
