@@ -27,6 +27,7 @@ AddHandler mruby-script .mrb
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'z' * 100_000"
 </Location>
+
 ProxyPass /proxied/ http://127.0.0.1:{backend}/api/
 """
 
@@ -54,6 +55,12 @@ when 'too_large'
   rescue Apache::HTTP::TooLarge => e
     Apache.rputs e.message
   end
+when 'fields'
+  # the static file's fields, read after the subrequest's pool is gone
+  s = r.subrequest('/static.txt')
+  Apache.rputs [s.headers['ETag'], s.headers['Content-Length'], s.headers['Content-Type']].join('|')
+when 'override'
+  Apache.rputs r.subrequest('/inner', headers: {'X-Token' => 'from-the-script'}).body
 when 'bad'
   out = []
   ["http://x/", "/inner\r\nX: y"].each do |u|
@@ -115,3 +122,16 @@ def test_bad_uris_and_headers_are_refused(server):
     assert "path of this server" in parts[0]
     assert "control" in parts[1] or "CR" in parts[1], parts
     assert "control" in parts[2] or "CR" in parts[2], parts
+
+
+def test_response_fields_outlive_the_subrequest(server):
+    direct = server.get("/static.txt")
+    for _ in range(20):
+        got = server.ok("/outer.mrb?fields").text
+        assert got == "|".join([direct.headers["ETag"], direct.headers["Content-Length"],
+                                direct.headers["Content-Type"]])
+
+
+def test_a_script_header_replaces_the_clients(server):
+    r = server.get("/outer.mrb?override", headers={"X-Token": "from-the-client"})
+    assert (r.status, r.text) == (200, "inner from-the-script")

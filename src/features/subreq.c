@@ -26,6 +26,11 @@ static apr_status_t keep_out(ap_filter_t *f, apr_bucket_brigade *bb)
     keep_t *k = f->ctx;
     apr_bucket *b;
 
+    if (k->too_large) {
+        apr_brigade_cleanup(bb);
+        return AP_FILTER_ERROR;
+    }
+
     for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb); b = APR_BUCKET_NEXT(b)) {
         const char *data;
         apr_size_t len;
@@ -40,8 +45,13 @@ static apr_status_t keep_out(ap_filter_t *f, apr_bucket_brigade *bb)
             return rv;
         }
         if (k->len + len > k->max) {
+            /* Past the limit, nothing more is read: the handler's next
+             * pass fails, and it stops (a large file, an endless stream). */
             k->too_large = 1;
-            len = k->max - k->len;
+            apr_brigade_write(k->kept, NULL, NULL, data, k->max - k->len);
+            k->len = k->max;
+            apr_brigade_cleanup(bb);
+            return AP_FILTER_ERROR;
         }
         if (len) {
             apr_brigade_write(k->kept, NULL, NULL, data, len);
@@ -52,9 +62,19 @@ static apr_status_t keep_out(ap_filter_t *f, apr_bucket_brigade *bb)
     return APR_SUCCESS;
 }
 
-static int add_header(void *t, const char *k, const char *v)
+/* A script's header field replaces the client's of the same name (it
+ * would come after it, and most readers take the first). */
+static int set_header(void *t, const char *k, const char *v)
 {
-    apr_table_addn(t, k, v);
+    apr_table_setn(t, k, v);
+    return 1;
+}
+
+/* The subrequest's response fields, copied: their text is in its pool,
+ * which ap_destroy_sub_req frees. */
+static int copy_header(void *t, const char *k, const char *v)
+{
+    apr_table_add(t, k, v);
     return 1;
 }
 
@@ -79,14 +99,16 @@ void mm_subreq_run(request_rec *r, const char *method, const char *uri, const ap
 
     rr = ap_sub_req_method_uri(method, uri, r, f);
     if (headers) {
-        apr_table_do(add_header, rr->headers_in, headers, NULL);
+        apr_table_do(set_header, rr->headers_in, headers, NULL);
     }
     out->status = rr->status;
     if (rr->status == HTTP_OK) {
         rc = ap_run_sub_req(rr);
         out->status = (rc == OK || rc == DONE) ? rr->status : rc;
     }
-    out->headers = apr_table_overlay(r->pool, rr->err_headers_out, rr->headers_out);
+    out->headers = apr_table_make(r->pool, 16);
+    apr_table_do(copy_header, out->headers, rr->err_headers_out, NULL);
+    apr_table_do(copy_header, out->headers, rr->headers_out, NULL);
     if (rr->content_type && !apr_table_get(out->headers, "Content-Type")) {
         apr_table_setn(out->headers, "Content-Type", apr_pstrdup(r->pool, rr->content_type));
     }
