@@ -200,6 +200,10 @@ AddHandler mruby-script .mrb
 def caller(request, backend, evil):
     refused = free_port()
     srv = Httpd("http-caller", request.param, CALLER)
+    # Proxies in httpd's environment are not used: every call of these
+    # tests would be refused if they were.
+    dead_proxy = "http://127.0.0.1:%d/" % free_port()
+    srv.env.update(http_proxy=dead_proxy, https_proxy=dead_proxy, all_proxy=dead_proxy)
     for rel, text in scripts(backend.port, evil.port, refused).items():
         srv.write(rel, text)
     srv.write("htdocs/limited.mrb", "Apache::HTTP.get('http://127.0.0.1:%d/slow?1000')\n"

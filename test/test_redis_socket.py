@@ -102,6 +102,44 @@ when 'pool'
   id2 = b.call('CLIENT', 'ID')
   b.close
   Apache.rputs [id1 == id2, Apache::Socket.pooled('127.0.0.1', %(redis)d)].join(',')
+when 'dbs'
+  # a pooled connection stays with its database
+  k = 'db-' + rand(1_000_000_000).to_s
+  a = Apache::Redis.new(port: %(redis)d, db: 1)
+  a.set(k, 'one')
+  a.close
+  b = Apache::Redis.new(port: %(redis)d, db: 2)
+  v = b.get(k)
+  b.close
+  c = Apache::Redis.new(port: %(redis)d, db: 1)
+  w = c.get(k)
+  c.del(k)
+  c.close
+  Apache.rputs [v.inspect, w].join(',')
+when 'select'
+  # a connection that changed its database itself is not pooled
+  k = 'sel-' + rand(1_000_000_000).to_s
+  a = Apache::Redis.new(port: %(redis)d)
+  a.select(5)
+  a.set(k, 'five')
+  a.close
+  b = Apache::Redis.new(port: %(redis)d)
+  v = b.get(k)
+  b.close
+  c = Apache::Redis.new(port: %(redis)d, db: 5)
+  c.del(k)
+  c.close
+  Apache.rputs v.inspect
+when 'trickle'
+  # a read of one byte at a time past the timeout: the socket is closed
+  s = Apache::Socket.tcp('127.0.0.1', %(lines)d, timeout: 300)
+  s.write("quiet\n")
+  begin
+    s.read(1)
+  rescue Apache::Socket::Timeout
+  end
+  s.keepalive
+  Apache.rputs [s.closed?, Apache::Socket.pooled('127.0.0.1', %(lines)d)].join(',')
 when 'lines'
   s = Apache::Socket.tcp('127.0.0.1', %(lines)d, timeout: 2000)
   s.write("hi\n")
@@ -164,6 +202,15 @@ def test_a_pipeline_keeps_error_replies_in_place(server):
 
 def test_closed_connections_go_back_to_the_pool(server):
     assert server.ok("/t.mrb?pool").text == "true,1"
+
+
+def test_pooled_connections_keep_their_database(server):
+    assert server.ok("/t.mrb?dbs").text == "nil,one"
+    assert server.ok("/t.mrb?select").text == "nil"
+
+
+def test_a_socket_that_timed_out_is_closed_not_pooled(server):
+    assert server.ok("/t.mrb?trickle").text == "true,0"
 
 
 def test_socket_lines_and_reads_across_packets(server):

@@ -332,6 +332,18 @@ void mm_timeout_expired(mrb_state *mrb)
     mrb_raise(mrb, vm->timeout_class, "the script ran longer than mrubyTimeout allows");
 }
 
+long mm_timeout_ms_left(mrb_state *mrb)
+{
+    apr_time_t deadline = __atomic_load_n(&mm_vm_of(mrb)->deadline, __ATOMIC_SEQ_CST);
+    apr_time_t now;
+
+    if (deadline == 0) {
+        return 0;
+    }
+    now = clock_now();
+    return deadline > now + 1000 ? (long)((deadline - now) / 1000) : 1;
+}
+
 int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
 {
     mm_vm_t *vm = run->vm;
@@ -367,6 +379,11 @@ int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
 
 void mm_timeout_expired(mrb_state *mrb)
 {
+}
+
+long mm_timeout_ms_left(mrb_state *mrb)
+{
+    return 0;
 }
 
 #endif

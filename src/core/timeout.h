@@ -33,6 +33,11 @@ int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved);
  * (the run's time is up: a content handler answers 503); else returns. */
 void mm_timeout_expired(mrb_state *mrb);
 
+/* For a C method about to wait on the outside world: the milliseconds
+ * left before the running script's mrubyTimeout deadline (at least 1), or
+ * 0 when it has none. A wait clamped to it, then mm_timeout_expired. */
+long mm_timeout_ms_left(mrb_state *mrb);
+
 /* child_init: starts the watchdog thread when some section sets
  * mrubyTimeout (after mm_vm_child_init: it is stopped before the VMs are
  * closed). */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "binding.h"
+#include "curl_defaults.h"
 #include "parse.h"
 #include "timeout.h"
 #include "vm.h"
@@ -221,21 +222,6 @@ static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
     return (long)mrb_integer(v);
 }
 
-/* The milliseconds left of the run's mrubyTimeout, or 0 for none. */
-static long run_ms_left(mrb_state *mrb)
-{
-    apr_time_t deadline = __atomic_load_n(&mm_vm_of(mrb)->deadline, __ATOMIC_SEQ_CST);
-    struct timespec ts;
-    apr_time_t now;
-
-    if (deadline == 0) {
-        return 0;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
-    return deadline > now + 1000 ? (long)((deadline - now) / 1000) : 1;
-}
-
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
  * CA file or nil]. Raises for a bad spec (the Data object frees c). */
@@ -354,7 +340,7 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
     curl_easy_setopt(c->easy, CURLOPT_URL, url);
     curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM */
+    mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
     curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
     curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
     curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
@@ -599,7 +585,7 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
     m = vm_multi(mrb);
-    holder = make_calls(mrb, specs, run_ms_left(mrb));
+    holder = make_calls(mrb, specs, mm_timeout_ms_left(mrb));
     calls = DATA_PTR(holder);
     /* Nothing raises from here until the handles are out of m again. */
     attach(m, calls);

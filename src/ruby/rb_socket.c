@@ -15,12 +15,15 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "binding.h"
+#include "curl_defaults.h"
+#include "timeout.h"
 #include "vm.h"
 
 /* The most bytes one __recv returns. */
@@ -78,6 +81,7 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
     mrb_value obj;
     CURLcode rc;
     char url[1100], err[CURL_ERROR_SIZE] = "";
+    long left;
 
     mrb_get_args(mrb, "zii", &host, &port, &ms);
     mm_binding_run(mrb, "Apache::Socket");
@@ -103,14 +107,19 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
     }
     curl_easy_setopt(s->easy, CURLOPT_URL, url);
     curl_easy_setopt(s->easy, CURLOPT_CONNECT_ONLY, 1L);
-    curl_easy_setopt(s->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(s->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)ms);
+    mm_curl_defaults(s->easy);
+    /* No longer than the script's mrubyTimeout leaves it. */
+    left = mm_timeout_ms_left(mrb);
+    curl_easy_setopt(s->easy, CURLOPT_CONNECTTIMEOUT_MS, left > 0 && left < (long)ms ? left : (long)ms);
     curl_easy_setopt(s->easy, CURLOPT_ERRORBUFFER, err);
     rc = curl_easy_perform(s->easy);
     curl_easy_setopt(s->easy, CURLOPT_ERRORBUFFER, NULL);
     if (rc != CURLE_OK) {
         curl_easy_cleanup(s->easy);
         s->easy = NULL;
+        if (rc == CURLE_OPERATION_TIMEDOUT) {
+            mm_timeout_expired(mrb); /* the script's own time is up: raises */
+        }
         mrb_raisef(mrb, error_class(mrb, rc == CURLE_OPERATION_TIMEDOUT ? "Timeout" : "ConnectError"),
                    "Apache::Socket: %s", err[0] ? err : curl_easy_strerror(rc));
     }
@@ -130,9 +139,26 @@ static int wait_ready(CURL *easy, short events, long ms)
     p.fd = fd;
     p.events = events;
     do {
-        n = poll(&p, 1, (int)ms);
+        n = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
     } while (n < 0 && errno == EINTR);
     return n != 0;
+}
+
+/* wait_ms, no longer than the script's mrubyTimeout leaves it. */
+static long wait_ms(mrb_state *mrb, mrb_int wait)
+{
+    long left = mm_timeout_ms_left(mrb);
+
+    return left > 0 && left < (long)wait ? left : (long)wait;
+}
+
+/* A read or write failed: the connection is closed (nothing more can be
+ * read or written on it in step with the peer), then raises. */
+static mrb_noreturn void fail(mrb_state *mrb, sock_t *s, const char *what, CURLcode rc)
+{
+    curl_easy_cleanup(s->easy);
+    s->easy = NULL;
+    mrb_raisef(mrb, error_class(mrb, "Error"), "Apache::Socket: %s failed: %s", what, curl_easy_strerror(rc));
 }
 
 /* sock.__send(str, wait_ms): the bytes sent (maybe fewer than str's, and 0
@@ -151,15 +177,15 @@ static mrb_value sock_send(mrb_state *mrb, mrb_value self)
         return mrb_fixnum_value(0);
     }
     rc = curl_easy_send(s->easy, RSTRING_PTR(str), (size_t)RSTRING_LEN(str), &sent);
-    if (rc == CURLE_AGAIN && wait > 0 && wait_ready(s->easy, POLLOUT, (long)wait)) {
+    if (rc == CURLE_AGAIN && wait > 0 && wait_ready(s->easy, POLLOUT, wait_ms(mrb, wait))) {
         rc = curl_easy_send(s->easy, RSTRING_PTR(str), (size_t)RSTRING_LEN(str), &sent);
     }
     if (rc == CURLE_AGAIN) {
+        mm_timeout_expired(mrb); /* raises if the script's time is up */
         return mrb_fixnum_value(0);
     }
     if (rc != CURLE_OK) {
-        mrb_raisef(mrb, error_class(mrb, "Error"), "Apache::Socket: write failed: %s",
-                   curl_easy_strerror(rc));
+        fail(mrb, s, "write", rc);
     }
     return mrb_fixnum_value((mrb_int)sent);
 }
@@ -179,14 +205,15 @@ static mrb_value sock_recv(mrb_state *mrb, mrb_value self)
         max = SOCK_READ_MAX;
     }
     rc = curl_easy_recv(s->easy, buf, (size_t)max, &got);
-    if (rc == CURLE_AGAIN && wait > 0 && wait_ready(s->easy, POLLIN, (long)wait)) {
+    if (rc == CURLE_AGAIN && wait > 0 && wait_ready(s->easy, POLLIN, wait_ms(mrb, wait))) {
         rc = curl_easy_recv(s->easy, buf, (size_t)max, &got);
     }
     if (rc == CURLE_AGAIN) {
+        mm_timeout_expired(mrb); /* raises if the script's time is up */
         return mrb_str_new_lit(mrb, "");
     }
     if (rc != CURLE_OK) {
-        mrb_raisef(mrb, error_class(mrb, "Error"), "Apache::Socket: read failed: %s", curl_easy_strerror(rc));
+        fail(mrb, s, "read", rc);
     }
     return got == 0 ? mrb_nil_value() : mrb_str_new(mrb, buf, (mrb_int)got);
 }

@@ -10,10 +10,12 @@ class Apache
 
       # A connection to host:port: an idle one of the pool if there is one,
       # else a new one. timeout: ms for each read or write (and the
-      # connection, unless connect_timeout: says otherwise).
-      def tcp(host, port, timeout: 5000, connect_timeout: nil)
+      # connection, unless connect_timeout: says otherwise). pool: a name
+      # that keeps these connections apart from others to the same host
+      # and port (Apache::Redis: the database and credentials).
+      def tcp(host, port, timeout: 5000, connect_timeout: nil, pool: nil)
         raise ArgumentError, 'Apache::Socket: timeout must be 1 to 86400000 ms' unless timeout.is_a?(Integer) && timeout >= 1 && timeout <= 86_400_000
-        key = "#{host}:#{port}"
+        key = pool ? "#{host}:#{port} #{pool}" : "#{host}:#{port}"
         idle = (@pool ||= {})[key]
         while idle && (entry = idle.pop)
           sock, at = entry
@@ -32,9 +34,13 @@ class Apache
         end
       end
 
-      # Idle connections in the pool for host:port (for tests and metrics).
+      # Idle connections in the pool for host:port, of every pool name
+      # (for tests and metrics).
       def pooled(host, port)
-        ((@pool ||= {})["#{host}:#{port}"] || []).size
+        key = "#{host}:#{port}"
+        n = 0
+        (@pool ||= {}).each { |k, idle| n += idle.size if k == key || k.start_with?(key + ' ') }
+        n
       end
     end
 
@@ -58,7 +64,12 @@ class Apache
     end
 
     # ms for each read and write from now on.
-    attr_accessor :timeout
+    attr_reader :timeout
+
+    def timeout=(ms)
+      raise ArgumentError, 'Apache::Socket: timeout must be 1 to 86400000 ms' unless ms.is_a?(Integer) && ms >= 1 && ms <= 86_400_000
+      @timeout = ms
+    end
 
     # An idle connection is usable if nothing arrived on it (the peer
     # closing it, or bytes nobody asked for).
@@ -160,7 +171,12 @@ class Apache
       pause = 1
       while true
         left = (deadline - Time.now.to_f * 1000).to_i
-        raise Timeout, "Apache::Socket: #{what} timed out after #{@timeout} ms" if left <= 0
+        if left <= 0
+          # An answer may still come: nothing read later would be in step
+          # with the peer, so the connection is closed (and never pooled).
+          __close
+          raise Timeout, "Apache::Socket: #{what} timed out after #{@timeout} ms"
+        end
         got = yield(suspend && left > 2 ? 2 : left) # 2 ms before a suspension
         return got unless got == :again
         next unless suspend
