@@ -232,3 +232,32 @@ def test_no_crosstalk_between_concurrent_requests(server):
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         got = list(ex.map(lambda i: server.get("/token.mrb?%d" % i).text, range(200)))
     assert got == [str(i) for i in range(200)]
+
+
+QUIET_READ = r"""
+<Location /bounded>
+    mrubyTimeout 500
+    mrubyAccessChecker %(root)s/quiet.rb
+</Location>
+"""
+
+QUIET_RB = r"""
+s = Apache::Socket.tcp('127.0.0.1', %(lines)d, timeout: 20000)
+s.write("quiet\n")
+s.read(1)
+"""
+
+
+def test_mrubytimeout_bounds_a_socket_wait(make_httpd, mpm, lines):
+    """A wait of 20 s allowed by the socket's timeout ends when the
+    script's mrubyTimeout (500 ms) does, as the script's next instruction
+    would have been stopped: Apache::Timeout."""
+    srv = make_httpd("socket-bounded", mpm, "")
+    srv.body = QUIET_READ % {"root": srv.root}
+    srv.write("quiet.rb", QUIET_RB % {"lines": lines.port})
+    srv.start()
+    start = time.monotonic()
+    r = srv.get("/bounded")
+    assert time.monotonic() - start < 5
+    assert r.status in (500, 503)
+    srv.wait_log(r"AccessChecker script .*quiet\.rb raised Apache::Timeout")
