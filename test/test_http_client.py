@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from httpd import MPMS, Httpd, backend_httpd, serving
+from httpd import GC_STRESS, MPMS, Httpd, backend_httpd, serving
 from loopback import free_port
 from procs import children, open_fds
 
@@ -238,8 +238,10 @@ def test_all_runs_calls_at_once_and_keeps_their_order(caller):
     assert r.status == 200
     parts = r.text.split(",")
     assert parts[:5] == ["slept 300", "slept 200", "e", "Apache::HTTP::ConnectError", "slept 300"]
-    # one after the other would take 800 ms
-    assert int(parts[5]) < 700, r.text
+    # one after the other would take 800 ms (not told apart under GC
+    # stress, where the backend's scripts are slow too)
+    if not GC_STRESS:
+        assert int(parts[5]) < 700, r.text
 
 
 def test_a_chunked_body_is_decoded(caller):
