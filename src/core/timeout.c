@@ -49,6 +49,7 @@
 
 #include "config.h"
 #include "mod_mruby.h"
+#include "thread.h"
 #include "timeout.h"
 #include "vm.h"
 
@@ -58,16 +59,11 @@ APLOG_USE_MODULE(mruby);
 
 typedef void (*mm_hook_t)(mrb_state *, const struct mrb_irep *, const mrb_code *, mrb_value *);
 
-#define MM_NEVER APR_INT64_MAX /* no deadline to wait for */
-
 /* The child's watchdog. */
 static struct {
-    int running; /* the thread runs: hooks are installed when due */
-    pthread_t thread;
-    pthread_mutex_t lock; /* guards pending and stop */
-    pthread_cond_t cond;  /* signalled for an earlier deadline, or stop */
-    int pending;          /* a deadline came that may be earlier than until */
-    int stop;
+    mm_thread_t t;    /* running: hooks are installed when due; its lock guards
+                         pending, its cond is signalled for an earlier deadline */
+    int pending;      /* a deadline came that may be earlier than until */
     apr_time_t until; /* when it wakes at the latest (atomic); MM_NEVER while it
                          scans, or has nothing to wait for: runs tell it then */
 } watch;
@@ -111,7 +107,7 @@ static int passed(const mm_vm_t *vm)
  * the watchdog, the clock is read every 1024 instructions. */
 static int is_due(mm_vm_t *vm)
 {
-    if (!watch.running) {
+    if (!watch.t.running) {
         return (++vm->ticks & 1023) == 0 && clock_now() >= vm->deadline;
     }
     if (passed(vm)) {
@@ -163,10 +159,10 @@ static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_
 static void notify(apr_time_t deadline)
 {
     if (deadline < __atomic_load_n(&watch.until, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&watch.lock);
+        pthread_mutex_lock(&watch.t.lock);
         watch.pending = 1;
-        pthread_cond_signal(&watch.cond);
-        pthread_mutex_unlock(&watch.lock);
+        pthread_cond_signal(&watch.t.cond);
+        pthread_mutex_unlock(&watch.t.lock);
     }
 }
 
@@ -199,19 +195,6 @@ static void scan_vm(mm_vm_t *vm, void *ctx)
     }
 }
 
-static void wait_until(apr_time_t when)
-{
-    struct timespec ts;
-
-    if (when == MM_NEVER) {
-        pthread_cond_wait(&watch.cond, &watch.lock);
-        return;
-    }
-    ts.tv_sec = (time_t)(when / APR_USEC_PER_SEC);
-    ts.tv_nsec = (long)(when % APR_USEC_PER_SEC) * 1000;
-    pthread_cond_timedwait(&watch.cond, &watch.lock, &ts);
-}
-
 /* While it scans, `until` is MM_NEVER: a run that begins then tells it
  * (pending), and it scans again. Once it has published the time it will
  * wake, a run whose deadline is earlier tells it; one whose deadline is
@@ -222,13 +205,13 @@ static void wait_until(apr_time_t when)
  * before the watchdog looks, would each wake it. */
 static void *watch_main(void *unused)
 {
-    pthread_mutex_lock(&watch.lock);
-    while (!watch.stop) {
+    pthread_mutex_lock(&watch.t.lock);
+    while (!watch.t.stop) {
         mm_scan_t scan;
 
         __atomic_store_n(&watch.until, MM_NEVER, __ATOMIC_SEQ_CST);
         watch.pending = 0;
-        pthread_mutex_unlock(&watch.lock);
+        pthread_mutex_unlock(&watch.t.lock);
         scan.now = clock_now();
         scan.next = MM_NEVER;
         scan.latest = 0;
@@ -236,25 +219,20 @@ static void *watch_main(void *unused)
         if (scan.next == MM_NEVER && scan.latest > scan.now) {
             scan.next = scan.latest;
         }
-        pthread_mutex_lock(&watch.lock);
-        if (watch.pending || watch.stop) {
+        pthread_mutex_lock(&watch.t.lock);
+        if (watch.pending || watch.t.stop) {
             continue;
         }
         __atomic_store_n(&watch.until, scan.next, __ATOMIC_SEQ_CST);
-        wait_until(scan.next);
+        mm_thread_wait_until(&watch.t, scan.next);
     }
-    pthread_mutex_unlock(&watch.lock);
+    pthread_mutex_unlock(&watch.t.lock);
     return NULL;
 }
 
 static apr_status_t watch_stop(void *unused)
 {
-    pthread_mutex_lock(&watch.lock);
-    watch.stop = 1;
-    pthread_cond_signal(&watch.cond);
-    pthread_mutex_unlock(&watch.lock);
-    pthread_join(watch.thread, NULL);
-    watch.running = 0;
+    mm_thread_stop(&watch.t);
     return APR_SUCCESS;
 }
 
@@ -263,33 +241,20 @@ static apr_status_t watch_stop(void *unused)
 
 void mm_timeout_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    pthread_condattr_t ca;
-    pthread_attr_t ta;
     int rv;
 
-    watch.running = 0;
-    watch.stop = 0;
+    watch.t.running = 0;
     watch.pending = 0;
     watch.until = MM_NEVER;
     if (!mm_settings.timeouts) {
         return; /* no section sets mrubyTimeout: no thread */
     }
-    pthread_mutex_init(&watch.lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&watch.cond, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_attr_init(&ta);
-    pthread_attr_setstacksize(&ta, MM_WATCH_STACK);
-    rv = pthread_create(&watch.thread, &ta, watch_main, NULL);
-    pthread_attr_destroy(&ta);
-    if (rv != 0) {
+    if ((rv = mm_thread_start(&watch.t, watch_main, MM_WATCH_STACK)) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      MM_LOGNO(00280) "cannot start the mrubyTimeout watchdog: scripts with a timeout run "
                                      "with mruby's instruction hook installed, and slower");
         return;
     }
-    watch.running = 1;
     apr_pool_cleanup_register(pchild, NULL, watch_stop, apr_pool_cleanup_null);
 }
 
@@ -307,10 +272,10 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved)
         vm->grace = run->timeout > apr_time_from_msec(100) ? run->timeout : apr_time_from_msec(100);
         vm->timed_out = 0;
         vm->ticks = 0;
-        set_hook(mrb, watch.running ? NULL : timeout_hook);
+        set_hook(mrb, watch.t.running ? NULL : timeout_hook);
         __atomic_store_n(&vm->latest, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&vm->deadline, deadline, __ATOMIC_SEQ_CST);
-        if (watch.running) {
+        if (watch.t.running) {
             notify(deadline);
         }
     }
@@ -356,7 +321,7 @@ int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
     __atomic_store_n(&vm->deadline, saved->deadline, __ATOMIC_SEQ_CST);
     set_hook(vm->mrb, (mm_hook_t)saved->hook);
     vm->timed_out = saved->timed_out;
-    if (saved->deadline != 0 && watch.running) {
+    if (saved->deadline != 0 && watch.t.running) {
         notify(saved->deadline);
     }
     return timed_out;

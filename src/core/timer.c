@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <signal.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -23,6 +22,7 @@
 #include "config.h"
 #include "mod_mruby.h"
 #include "run.h"
+#include "thread.h"
 #include "timer.h"
 
 APLOG_USE_MODULE(mruby);
@@ -43,10 +43,7 @@ typedef struct {
  * timer thread's own (Ruby adds and cancels timers only there); lock guards
  * stop, and is what the thread waits on. */
 static struct {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int running, stop;
+    mm_thread_t t; /* its lock guards the timers */
     server_rec *s;
     mm_timer_scripts_fn *scripts;
     mm_timer_t timers[MM_TIMER_MAX];
@@ -136,15 +133,6 @@ static mm_timer_t *earliest(void)
     return best;
 }
 
-static void wait_until(apr_time_t when)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(when / APR_USEC_PER_SEC);
-    ts.tv_nsec = (long)(when % APR_USEC_PER_SEC) * 1000;
-    pthread_cond_timedwait(&tm.cond, &tm.lock, &ts);
-}
-
 /* Whether this child holds the server's timer lock (taking it if it is
  * free: its holder exited). */
 static int lead(void)
@@ -209,22 +197,20 @@ static void *timer_main(void *unused)
     }
     tm.scripts(vm, tm.s, p);
     apr_pool_clear(p);
-    pthread_mutex_lock(&tm.lock);
-    while (!tm.stop) {
+    pthread_mutex_lock(&tm.t.lock);
+    while (!tm.t.stop) {
         mm_timer_t *t = earliest();
 
-        if (t == NULL) {
-            pthread_cond_wait(&tm.cond, &tm.lock);
-        } else if (t->due > now_mono()) {
-            wait_until(t->due);
+        if (t == NULL || t->due > now_mono()) {
+            mm_thread_wait_until(&tm.t, t ? t->due : MM_NEVER);
         } else {
-            pthread_mutex_unlock(&tm.lock);
+            pthread_mutex_unlock(&tm.t.lock);
             fire(vm, p, t, timeout);
             apr_pool_clear(p);
-            pthread_mutex_lock(&tm.lock);
+            pthread_mutex_lock(&tm.t.lock);
         }
     }
-    pthread_mutex_unlock(&tm.lock);
+    pthread_mutex_unlock(&tm.t.lock);
     apr_pool_destroy(p);
     /* The timers' blocks go with the VM, which the thread's exit closes. */
     return NULL;
@@ -232,15 +218,7 @@ static void *timer_main(void *unused)
 
 void mm_timer_stop(void)
 {
-    if (!tm.running) {
-        return;
-    }
-    pthread_mutex_lock(&tm.lock);
-    tm.stop = 1;
-    pthread_cond_signal(&tm.cond);
-    pthread_mutex_unlock(&tm.lock);
-    pthread_join(tm.thread, NULL);
-    tm.running = 0;
+    mm_thread_stop(&tm.t);
 }
 
 static apr_status_t stop_at_exit(void *unused)
@@ -251,11 +229,9 @@ static apr_status_t stop_at_exit(void *unused)
 
 void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn *scripts)
 {
-    pthread_condattr_t ca;
-    sigset_t all, saved;
     int rv;
 
-    if (tm.running) {
+    if (tm.t.running) {
         return; /* the hook of another order started it */
     }
     apr_cpystrn(tm.lock_path, ap_runtime_dir_relative(pchild, MM_TIMER_LOCK_FILE), sizeof tm.lock_path);
@@ -264,26 +240,13 @@ void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn 
     memset(tm.timers, 0, sizeof tm.timers);
     tm.next_id = 0;
     tm.runs = tm.failures = 0;
-    tm.stop = 0;
     tm.s = s;
     tm.scripts = scripts;
-    pthread_mutex_init(&tm.lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&tm.cond, &ca);
-    pthread_condattr_destroy(&ca);
-    /* The thread takes no signal: httpd's (a stop, a graceful restart) go
-     * to the child's own threads, which know what to do with them. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &saved);
-    rv = pthread_create(&tm.thread, NULL, timer_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    if (rv != 0) {
+    if ((rv = mm_thread_start(&tm.t, timer_main, 0)) != 0) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      MM_LOGNO(00650) "cannot start the child's timer thread: no mrubyTimers script runs");
         return;
     }
-    tm.running = 1;
     /* A pre-cleanup: before the VM registry, the watchdog and the caches
      * the blocks use are taken down. */
     apr_pool_pre_cleanup_register(pchild, NULL, stop_at_exit);
