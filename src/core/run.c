@@ -308,6 +308,44 @@ static void leave_vm(mm_vm_t *vm)
     mm_vm_collect_big_garbage(vm);
 }
 
+/* Takes vm and installs run in it, a run of kind ph for r (or, NULL, for
+ * server s) named name, with the kind's data and mrubyTimeout timeout (0:
+ * none); returns the GC arena's index to give leave_run. */
+static int enter_run(mm_vm_t *vm, mm_run_t *run, request_rec *r, server_rec *s, const mm_phase_t *ph,
+                     const char *name, void *data, apr_interval_time_t timeout)
+{
+    mm_vm_lock(vm);
+    memset(run, 0, sizeof *run);
+    run->r = r;
+    run->s = s;
+    run->kind = ph;
+    run->data = data;
+    run->script = name;
+    run->status = MM_STATUS_UNSET;
+    run->forced = MM_STATUS_UNSET;
+    run->serial = ++vm->serial;
+    run->outer = vm->run;
+    run->vm = vm;
+    run->fiber = mrb_nil_value();
+    run->timeout = timeout;
+    vm->run = run;
+    return mrb_gc_arena_save(vm->mrb);
+}
+
+/* The run ends (or sleeps, kept elsewhere): the arena as it was, the outer
+ * run back, the VM cleaned if this was the outermost, and let go. */
+static int leave_run(mm_vm_t *vm, mm_run_t *run, int ai, int result)
+{
+    mrb_gc_arena_restore(vm->mrb, ai);
+    vm->run = run->outer;
+    if (run->outer == NULL) {
+        leave_vm(vm);
+        mm_vm_ran(vm, run->s);
+    }
+    mm_vm_unlock(vm);
+    return result;
+}
+
 /* Runs one script (or, with script NULL, the file r->filename) in vm, for
  * request r or, when r is NULL, for server s. p holds what the run
  * allocates. slot, if not NULL, is the rest of the phase, kept should the
@@ -323,25 +361,10 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
     if (vm == NULL) {
         return ph->error_result; /* logged where it failed */
     }
-    mm_vm_lock(vm);
     mrb = vm->mrb;
-    memset(&run, 0, sizeof run);
-    run.r = r;
-    run.s = s;
-    run.kind = ph;
-    run.data = data;
-    run.script = script ? script->name : r->filename;
-    run.status = MM_STATUS_UNSET;
-    run.forced = MM_STATUS_UNSET;
-    run.serial = ++vm->serial;
-    run.outer = vm->run;
-    run.vm = vm;
-    run.fiber = mrb_nil_value();
-    if (r) {
-        run.timeout = ((mm_dir_conf_t *)ap_get_module_config(r->per_dir_config, &mruby_module))->timeout;
-    }
-    vm->run = &run;
-    ai = mrb_gc_arena_save(mrb);
+    ai =
+        enter_run(vm, &run, r, s, ph, script ? script->name : r->filename, data,
+                  r ? ((mm_dir_conf_t *)ap_get_module_config(r->per_dir_config, &mruby_module))->timeout : 0);
 
     run.loaded = script ? mm_code_script_proc(vm, s, script, p, &err)
                         : mm_code_file_proc(vm, s, r->filename, &r->finfo, p, &err);
@@ -362,14 +385,7 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
             mm_fiber_close_first_frame(mrb, mrb->root_c);
         }
     }
-    mrb_gc_arena_restore(mrb, ai);
-    vm->run = run.outer;
-    if (run.outer == NULL) {
-        leave_vm(vm);
-        mm_vm_ran(vm, s);
-    }
-    mm_vm_unlock(vm);
-    return result;
+    return leave_run(vm, &run, ai, result);
 }
 
 /* A content phase is done: its output goes down with EOS. */
@@ -416,37 +432,13 @@ static mrb_value run_block_body(mrb_state *mrb, void *block)
     return mrb_yield_argv(mrb, *(mrb_value *)block, 0, NULL);
 }
 
-int mm_run_block(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind, const char *name,
-                 mrb_value block, apr_interval_time_t timeout)
+int mm_run_block(mm_vm_t *vm, server_rec *s, const mm_phase_t *kind, const char *name, mrb_value block,
+                 apr_interval_time_t timeout)
 {
     mm_run_t run;
-    mrb_state *mrb = vm->mrb;
-    int ai, result;
+    int ai = enter_run(vm, &run, NULL, s, kind, name, NULL, timeout);
 
-    (void)p;
-    mm_vm_lock(vm);
-    memset(&run, 0, sizeof run);
-    run.s = s;
-    run.kind = kind;
-    run.script = name;
-    run.status = MM_STATUS_UNSET;
-    run.forced = MM_STATUS_UNSET;
-    run.serial = ++vm->serial;
-    run.outer = vm->run;
-    run.vm = vm;
-    run.fiber = mrb_nil_value();
-    run.timeout = timeout;
-    vm->run = &run;
-    ai = mrb_gc_arena_save(mrb);
-    result = execute(&run, run_block_body, &block, NULL);
-    mrb_gc_arena_restore(mrb, ai);
-    vm->run = run.outer;
-    if (run.outer == NULL) {
-        leave_vm(vm);
-        mm_vm_ran(vm, s);
-    }
-    mm_vm_unlock(vm);
-    return result;
+    return leave_run(vm, &run, ai, execute(&run, run_block_body, &block, NULL));
 }
 
 int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind,

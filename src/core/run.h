@@ -64,8 +64,8 @@ int mm_run_server_scripts(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_ph
 
 /* Calls block, a Proc of vm kept by a script (a timer's), as a run of
  * kind named name for server s, with mrubyTimeout timeout (0: none). */
-int mm_run_block(mm_vm_t *vm, server_rec *s, apr_pool_t *p, const mm_phase_t *kind, const char *name,
-                 mrb_value block, apr_interval_time_t timeout);
+int mm_run_block(mm_vm_t *vm, server_rec *s, const mm_phase_t *kind, const char *name, mrb_value block,
+                 apr_interval_time_t timeout);
 
 /* Runs one script of another kind than a phase (filters, providers) for r,
  * in the thread's VM; data is reachable as mm_vm_of(mrb)->run->data. */

@@ -168,7 +168,7 @@ static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t 
         t->id = 0;
     }
     exceptions = vm->exceptions;
-    mm_run_block(vm, tm.s, p, mm_timer_kind, name, block, timeout);
+    mm_run_block(vm, tm.s, mm_timer_kind, name, block, timeout);
     __atomic_store_n(&tm.runs, tm.runs + 1, __ATOMIC_RELAXED);
     if (vm->exceptions != exceptions) {
         __atomic_store_n(&tm.failures, tm.failures + 1, __ATOMIC_RELAXED);
