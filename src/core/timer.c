@@ -151,7 +151,7 @@ static int lead(void)
  * file:line by the harness). A repeating timer keeps its
  * rate: the next call is one interval after the one due, or, when the block
  * ran past that, one interval from now. */
-static void fire(mm_vm_t *vm, apr_pool_t *p, mm_timer_t *t, apr_interval_time_t timeout)
+static void fire(mm_vm_t *vm, mm_timer_t *t, apr_interval_time_t timeout)
 {
     mrb_int id = t->id;
     int repeat = t->repeat;
@@ -196,7 +196,7 @@ static void *timer_main(void *unused)
         return NULL; /* logged where it failed */
     }
     tm.scripts(vm, tm.s, p);
-    apr_pool_clear(p);
+    apr_pool_destroy(p);
     pthread_mutex_lock(&tm.t.lock);
     while (!tm.t.stop) {
         mm_timer_t *t = earliest();
@@ -205,13 +205,11 @@ static void *timer_main(void *unused)
             mm_thread_wait_until(&tm.t, t ? t->due : MM_NEVER);
         } else {
             pthread_mutex_unlock(&tm.t.lock);
-            fire(vm, p, t, timeout);
-            apr_pool_clear(p);
+            fire(vm, t, timeout);
             pthread_mutex_lock(&tm.t.lock);
         }
     }
     pthread_mutex_unlock(&tm.t.lock);
-    apr_pool_destroy(p);
     /* The timers' blocks go with the VM, which the thread's exit closes. */
     return NULL;
 }
