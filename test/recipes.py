@@ -110,6 +110,16 @@ def server_root(srv):
     return getattr(srv, "server_root", srv.root)
 
 
+def replace_file(path, text):
+    """As the recipes' pages advise for a file their scripts re-read while
+    serving: a new file, readable by httpd's children, renamed over the
+    old one (a reader never sees half of it)."""
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.chmod(path + ".new", 0o644)
+    os.rename(path + ".new", path)
+
+
 def runtime_dir(srv):
     """httpd's DefaultRuntimeDir, where unix: socket paths are relative to."""
     return getattr(srv, "runtime_dir", srv.path("run"))

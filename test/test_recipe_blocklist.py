@@ -8,7 +8,7 @@ import time
 import pytest
 
 import system_apache
-from recipes import Recipe, recipe_httpd, server_root, with_dependencies
+from recipes import Recipe, recipe_httpd, replace_file, server_root, with_dependencies
 
 FILES = {"htdocs/index.html": "home\n"}
 
@@ -23,11 +23,7 @@ def list_path(server):
 
 
 def replace_list(server, text):
-    path = list_path(server)
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.chmod(path + ".new", 0o644)
-    os.rename(path + ".new", path)
+    replace_file(list_path(server), text)
 
 
 def statuses(server, source, n=6):

@@ -14,7 +14,7 @@ import pytest
 
 import tls
 from loopback import free_port
-from recipes import recipe_httpd, server_root
+from recipes import recipe_httpd, replace_file, server_root
 
 # The test's CA and certificates, made once for the module (httpd reads
 # them from here at start).
@@ -99,18 +99,12 @@ def test_file_edited_while_serving(srv):
     with open(path) as f:
         shipped = f.read()
     try:
-        with open(path + ".new", "w") as f:
-            f.write(shipped + "intruder-co CN=intruder,OU=ci,O=Acme Corp\n")
-        os.chmod(path + ".new", 0o644)
-        os.rename(path + ".new", path)
+        replace_file(path, shipped + "intruder-co CN=intruder,OU=ci,O=Acme Corp\n")
         time.sleep(REFRESH)
         for _ in range(4):  # whichever thread answers
             assert get("/partners/whoami", "intruder") == (200, "intruder-co Certificate")
     finally:
-        with open(path + ".new", "w") as f:
-            f.write(shipped)
-        os.chmod(path + ".new", 0o644)
-        os.rename(path + ".new", path)
+        replace_file(path, shipped)
     time.sleep(REFRESH)
     for _ in range(4):
         assert get("/partners/whoami", "intruder")[0] == 403

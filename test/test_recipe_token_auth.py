@@ -9,7 +9,7 @@ import pytest
 
 import system_apache
 from httpd import SINGLE_WORKER
-from recipes import Recipe, recipe_httpd, server_root
+from recipes import Recipe, recipe_httpd, replace_file, server_root
 
 # What the request looks like to the handler behind the check.
 SITE = """
@@ -44,12 +44,7 @@ def tokens_path(srv):
 
 
 def replace_tokens(srv, text):
-    """As the page advises: a new file renamed over the old one."""
-    path = tokens_path(srv)
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.chmod(path + ".new", 0o644)
-    os.rename(path + ".new", path)
+    replace_file(tokens_path(srv), text)
 
 
 @pytest.fixture(scope="module")

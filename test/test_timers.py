@@ -29,9 +29,10 @@ mrubyTimersCode "Apache::Timer.every(0.25) { %s }"
 """ % TICK
 
 
-def ticks(srv):
+def ticks(srv, name="ticks"):
+    """The (pid, time) lines of out/NAME so far."""
     try:
-        with open(srv.path("out/ticks")) as f:
+        with open(srv.path("out/" + name)) as f:
             # (a line being written has no newline yet)
             return [(int(p), float(t)) for p, t in (line.split() for line in f if line.endswith("\n"))]
     except FileNotFoundError:
@@ -166,11 +167,7 @@ SINGLE_BODY = BODY.replace(
 
 
 def singles(srv):
-    try:
-        with open(srv.path("out/single")) as f:
-            return [(int(p), float(t)) for p, t in (line.split() for line in f if line.endswith("\n"))]
-    except FileNotFoundError:
-        return []
+    return ticks(srv, "single")
 
 
 def test_singleton_runs_in_one_child(make_httpd, mpm):
