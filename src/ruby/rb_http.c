@@ -15,7 +15,6 @@
 #include <mruby/string.h>
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -93,15 +92,6 @@ static void calls_free(mrb_state *mrb, void *p)
 
 static const mrb_data_type calls_type = {"Apache::HTTP calls", calls_free};
 
-/* curl_global_init once per process; it must not run in two threads at once. */
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc = CURLE_FAILED_INIT;
-
-static void global_init(void)
-{
-    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static apr_status_t multi_cleanup(void *m)
 {
     curl_multi_cleanup(m);
@@ -118,8 +108,7 @@ static CURLM *vm_multi(mrb_state *mrb)
 
     apr_pool_userdata_get(&m, "mm_http_multi", vm->pool);
     if (m == NULL) {
-        pthread_once(&global_once, global_init);
-        if (global_rc != CURLE_OK || (m = curl_multi_init()) == NULL) {
+        if (!mm_curl_ready() || (m = curl_multi_init()) == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
         }
         curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);

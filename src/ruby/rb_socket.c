@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,13 +45,6 @@ static void sock_free(mrb_state *mrb, void *p)
 }
 
 static const mrb_data_type sock_type = {"Apache::Socket", sock_free};
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void global_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static struct RClass *error_class(mrb_state *mrb, const char *name)
 {
@@ -101,7 +93,9 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
     s = mrb_malloc(mrb, sizeof *s);
     s->easy = NULL;
     DATA_PTR(obj) = s;
-    pthread_once(&global_once, global_init);
+    if (!mm_curl_ready()) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Socket: libcurl could not be initialized");
+    }
     if ((s->easy = curl_easy_init()) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Socket: out of memory");
     }
