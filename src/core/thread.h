@@ -8,9 +8,20 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 /* No deadline to wait for. */
 #define MM_NEVER APR_INT64_MAX
+
+/* The monotonic clock, in microseconds: the clock of every deadline the
+ * threads wait for (a change of the time of day moves none of them). */
+static inline apr_time_t mm_thread_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
 
 typedef struct {
     pthread_t thread;

@@ -68,22 +68,12 @@ static struct {
                          scans, or has nothing to wait for: runs tell it then */
 } watch;
 
-/* Deadlines are on the monotonic clock, in microseconds: a change of the
- * time of day neither stops scripts early nor lets them run on. */
-static apr_time_t clock_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
-}
-
 /* The time now plus timeout (> 0), or the largest apr_time_t where the sum
  * would not fit 64 bits: a deadline never wraps into the past, whatever
  * maximum config.c gives mrubyTimeout. */
 static apr_time_t deadline_after(apr_interval_time_t timeout)
 {
-    apr_time_t now = clock_now();
+    apr_time_t now = mm_thread_now();
 
     return timeout > APR_INT64_MAX - now ? APR_INT64_MAX : now + timeout;
 }
@@ -108,7 +98,7 @@ static int passed(const mm_vm_t *vm)
 static int is_due(mm_vm_t *vm)
 {
     if (!watch.t.running) {
-        return (++vm->ticks & 1023) == 0 && clock_now() >= vm->deadline;
+        return (++vm->ticks & 1023) == 0 && mm_thread_now() >= vm->deadline;
     }
     if (passed(vm)) {
         return 1;
@@ -143,7 +133,7 @@ static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_
         vm->ticks = 0;
     } else if ((++vm->ticks & 1023) != 0) {
         return;
-    } else if (clock_now() - vm->deadline >= vm->grace && vm->run && vm->run->escape) {
+    } else if (mm_thread_now() - vm->deadline >= vm->grace && vm->run && vm->run->escape) {
         /* (past the deadline: the difference cannot overflow, where
          * deadline + grace could) */
         mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
@@ -212,7 +202,7 @@ static void *watch_main(void *unused)
         __atomic_store_n(&watch.until, MM_NEVER, __ATOMIC_SEQ_CST);
         watch.pending = 0;
         pthread_mutex_unlock(&watch.t.lock);
-        scan.now = clock_now();
+        scan.now = mm_thread_now();
         scan.next = MM_NEVER;
         scan.latest = 0;
         mm_vm_each(scan_vm, &scan);
@@ -286,7 +276,7 @@ void mm_timeout_expired(mrb_state *mrb)
     mm_vm_t *vm = mm_vm_of(mrb);
     apr_time_t deadline = __atomic_load_n(&vm->deadline, __ATOMIC_SEQ_CST);
 
-    if (deadline == 0 || clock_now() < deadline) {
+    if (deadline == 0 || mm_thread_now() < deadline) {
         return;
     }
     if (!vm->timed_out) {
@@ -305,7 +295,7 @@ long mm_timeout_ms_left(mrb_state *mrb)
     if (deadline == 0) {
         return 0;
     }
-    now = clock_now();
+    now = mm_thread_now();
     return deadline > now + 1000 ? (long)((deadline - now) / 1000) : 1;
 }
 

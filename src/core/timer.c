@@ -66,14 +66,6 @@ void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures)
     *failures = __atomic_load_n(&tm.failures, __ATOMIC_RELAXED);
 }
 
-static apr_time_t now_mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (apr_time_t)ts.tv_sec * APR_USEC_PER_SEC + ts.tv_nsec / 1000;
-}
-
 mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat, int singleton,
                      const char *where)
 {
@@ -87,7 +79,7 @@ mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interv
             t->repeat = repeat;
             t->singleton = singleton;
             t->interval = interval;
-            t->due = now_mono() + interval;
+            t->due = mm_thread_now() + interval;
             t->block = block;
             mrb_gc_register(mrb, block);
             apr_snprintf(t->name, sizeof t->name, "%stimer %s %" APR_TIME_T_FMT " ms (%s)",
@@ -160,7 +152,7 @@ static void fire(mm_vm_t *vm, mm_timer_t *t, apr_interval_time_t timeout)
     apr_uint64_t exceptions;
 
     if (t->singleton && !lead()) { /* another child runs it */
-        t->due = now_mono() + t->interval;
+        t->due = mm_thread_now() + t->interval;
         return;
     }
     memcpy(name, t->name, sizeof name);
@@ -176,7 +168,7 @@ static void fire(mm_vm_t *vm, mm_timer_t *t, apr_interval_time_t timeout)
     if (!repeat) {
         mrb_gc_unregister(vm->mrb, block);
     } else if (t->id == id) { /* not cancelled by its own block */
-        apr_time_t now = now_mono();
+        apr_time_t now = mm_thread_now();
 
         t->due += t->interval;
         if (t->due <= now) {
@@ -201,7 +193,7 @@ static void *timer_main(void *unused)
     while (!tm.t.stop) {
         mm_timer_t *t = earliest();
 
-        if (t == NULL || t->due > now_mono()) {
+        if (t == NULL || t->due > mm_thread_now()) {
             mm_thread_wait_until(&tm.t, t ? t->due : MM_NEVER);
         } else {
             pthread_mutex_unlock(&tm.t.lock);

@@ -23,6 +23,7 @@
 #include "binding.h"
 #include "curl_defaults.h"
 #include "parse.h"
+#include "thread.h"
 #include "timeout.h"
 #include "vm.h"
 
@@ -416,7 +417,7 @@ static void detach(http_calls_t *calls)
  * a second past the longest, they are given up as a last resort). */
 static void drive(CURLM *m, http_calls_t *calls)
 {
-    apr_time_t end = apr_time_now() + apr_time_from_msec(calls->longest) + apr_time_from_sec(1);
+    apr_time_t end = mm_thread_now() + apr_time_from_msec(calls->longest) + apr_time_from_sec(1);
     int running;
 
     for (;;) {
@@ -424,7 +425,7 @@ static void drive(CURLM *m, http_calls_t *calls)
             break;
         }
         collect(m);
-        if (all_done(calls) || apr_time_now() > end) {
+        if (all_done(calls) || mm_thread_now() > end) {
             break;
         }
         /* curl shortens the wait to its own next timer */
@@ -616,11 +617,11 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
      * answers within a millisecond or two: waiting for it here costs the
      * thread less than suspending the request, and keeps the client's
      * connection alive. */
-    end = apr_time_now() + apr_time_from_msec(HTTP_SPIN_MS);
+    end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
     for (;;) {
         curl_multi_perform(m, &running);
         collect(m);
-        if (all_done(calls) || apr_time_now() >= end) {
+        if (all_done(calls) || mm_thread_now() >= end) {
             break;
         }
         curl_multi_poll(m, NULL, 0, 1, NULL);
