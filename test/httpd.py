@@ -20,10 +20,11 @@ from loopback import free_port, run_user
 
 HTTPD = os.environ.get("MM_HTTPD", "/usr/sbin/apache2")
 MODULES_DIR = os.environ.get("MM_MODULES_DIR", "/usr/lib/apache2/modules")
-MODULE = os.environ.get(
-    "MM_MODULE",
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mod_mruby.so"),
-)
+# The harness lives at the top of test/ (the tests in folders below it):
+# ROOT is the source tree, TEST_DIR this folder.
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TEST_DIR)
+MODULE = os.environ.get("MM_MODULE", os.path.join(ROOT, "mod_mruby.so"))
 MPMS = ("prefork", "worker", "event")
 
 # A module built with sanitizers (script/check-asan) runs in the system's

@@ -17,9 +17,8 @@ import threading
 import pytest
 
 import system_apache
-from httpd import MPMS, Httpd
+from httpd import MPMS, ROOT, Httpd
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPES_DIR = os.path.join(ROOT, "docs", "recipes")
 MODS_AVAILABLE = "/etc/apache2/mods-available"
 

@@ -9,10 +9,8 @@ import subprocess
 
 import pytest
 
-from httpd import module_httpd
+from httpd import ROOT, module_httpd
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
 OPS_H = "/usr/include/mruby/ops.h"
 
 SCRIPT = 's = "hello"\nif s.size > 3\n  Apache.rputs "#{s}!"\nend\ndef shout(x) x.upcase end\n'
@@ -284,11 +282,11 @@ def ruby_sources():
     """The project's Ruby, and mruby's own tests when its source is here
     (the source build fetches it)."""
     files = []
-    for top, dirs, names in os.walk(TOP):
+    for top, dirs, names in os.walk(ROOT):
         dirs[:] = sorted(d for d in dirs if d not in ("build", ".git", "__pycache__"))
         files += [os.path.join(top, n) for n in sorted(names) if n.endswith((".rb", ".mrb"))]
-    files += sorted(glob.glob(os.path.join(TOP, "build/mruby-src/mruby-*/test/t/*.rb")))
-    files += sorted(glob.glob(os.path.join(TOP, "build/mruby-src/mruby-*/mrbgems/*/test/*.rb")))
+    files += sorted(glob.glob(os.path.join(ROOT, "build/mruby-src/mruby-*/test/t/*.rb")))
+    files += sorted(glob.glob(os.path.join(ROOT, "build/mruby-src/mruby-*/mrbgems/*/test/*.rb")))
     sources = []
     for f in files:
         if os.path.isfile(f):

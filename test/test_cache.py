@@ -11,9 +11,8 @@ import time
 import pytest
 
 from cache_servers import backend_fixture
-from httpd import MPMS, Httpd, free_port, well_inside_window
+from httpd import MPMS, ROOT, Httpd, free_port, well_inside_window
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROVIDER_MODULES = ("socache_shmcb", "socache_memcache", "socache_redis")
 

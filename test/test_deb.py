@@ -11,13 +11,13 @@ import subprocess
 import pytest
 
 import system_apache
+from httpd import ROOT
 from system_apache import SystemApache, apache2ctl
 
 pytestmark = pytest.mark.skipif(not system_apache.enabled(),
                                 reason="script/test-deb runs these against the installed package")
 
 PACKAGE = "libapache2-mod-mruby"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def module_version():

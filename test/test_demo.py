@@ -9,9 +9,8 @@ import subprocess
 import tempfile
 import time
 
-from httpd import CRASH_PATTERNS, free_port, Httpd, sanitizer_env, sanitizer_reports
+from httpd import CRASH_PATTERNS, ROOT, Httpd, free_port, sanitizer_env, sanitizer_reports
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_demo_server():

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from httpd import ROOT
+
 GEM = os.path.join(ROOT, "mrbgems", "mruby-apache")
 MRUBY = shutil.which("mruby")
 

@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from httpd import MPMS, Httpd
+from httpd import MPMS, ROOT, Httpd
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from prereq import build_module  # noqa: E402
 

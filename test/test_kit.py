@@ -12,9 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from httpd import GC_STRESS, MODULE, MPMS, TOOL_TIMEOUT, tool_env
+from httpd import GC_STRESS, MODULE, MPMS, ROOT, TOOL_TIMEOUT, tool_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, "tools", "mod_mruby-test")
 APXS = os.environ.get("MM_APXS", "/usr/bin/apxs")
 sys.path.insert(0, os.path.join(ROOT, "bench"))

@@ -14,9 +14,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from httpd import GC_STRESS, MODULE, MPMS, TOOL_TIMEOUT, sanitizer_reports, tool_env
+from httpd import GC_STRESS, MODULE, MPMS, ROOT, TOOL_TIMEOUT, sanitizer_reports, tool_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, "tools", "mod_mruby-test")
 RECIPES = os.path.join(ROOT, "docs", "recipes")
 FILES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(RECIPES, "*.t")))
@@ -100,7 +99,6 @@ def test_the_tutorial(tmp_path):
     """docs/testing-your-scripts.md's first test, as its reader makes it:
     auth.rb and auth.t from the page pass; the script broken as the page
     says fails the second block, with the status and the body's diff."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from recipes import fenced_blocks
     with open(os.path.join(ROOT, "docs", "testing-your-scripts.md")) as f:
         code = fenced_blocks(f.read())

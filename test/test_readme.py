@@ -4,10 +4,9 @@ five-line configuration example works as written."""
 
 import os
 
-from httpd import MODULE
+from httpd import MODULE, ROOT
 from recipes import fenced_blocks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 with open(os.path.join(ROOT, "README.md")) as f:
     README = f.read()

@@ -3,10 +3,12 @@ docs/recipes/NAME/ appears whole in a code block of docs/recipes/NAME.md,
 the page says which modules to enable and which test runs it, and the
 index lists every recipe."""
 
+import glob
 import os
 
 import pytest
 
+from httpd import TEST_DIR
 from recipes import RECIPES_DIR, ROOT, Recipe, names, read
 
 
@@ -31,8 +33,10 @@ def test_page_says_how_to_install(name):
 
 @pytest.mark.parametrize("name", names())
 def test_page_names_its_test(name):
-    test = "test/test_recipe_%s.py" % name.replace("-", "_")
-    assert os.path.exists(os.path.join(ROOT, test))
+    found = glob.glob(os.path.join(TEST_DIR, "**", "test_recipe_%s.py" % name.replace("-", "_")),
+                      recursive=True)
+    assert len(found) == 1, found
+    test = os.path.relpath(found[0], ROOT)
     assert "(../../%s)" % test in Recipe(name).page
 
 

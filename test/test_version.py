@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from httpd import ROOT
+
 
 
 def module_version():
