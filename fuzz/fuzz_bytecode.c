@@ -9,7 +9,7 @@
  * instructions. Whatever they say, the check must finish without reading
  * outside the irep (AddressSanitizer) or overflowing (UBSan); and it must
  * pass the script's own code, checked once at start. That mrbc's output
- * passes is also tested against httpd (test/test_bytecode.py). The code is
+ * passes is also tested against httpd (test/core/test_bytecode.py). The code is
  * not run: the check does not claim that all it passes is safe to run
  * (docs/directives.md). The seeds (fuzz/corpus/bytecode) are the code of
  * small scripts, made with mrbc by tools/fuzz. */

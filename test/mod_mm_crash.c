@@ -1,5 +1,5 @@
 /* mod_mm_crash.c: a handler that crashes its process on purpose, for the
- * test kit's crash detection (test/test_kit.py). `SetHandler mm-crash`
+ * test kit's crash detection (test/shipped/test_kit.py). `SetHandler mm-crash`
  * writes through a null pointer: the child dies of SIGSEGV and httpd's
  * parent logs "exit signal Segmentation fault". Built by the tests with
  * apxs; never installed. */
