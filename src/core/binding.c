@@ -7,7 +7,6 @@
 #include <mruby/class.h>
 #include <mruby/data.h>
 #include <mruby/irep.h>
-#include <mruby/debug.h>
 #include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
@@ -18,6 +17,7 @@
 #include "classes.h"
 #include "json.h"
 #include "mod_mruby.h"
+#include "mruby_internal.h"
 #include "parse.h"
 #include "vm.h"
 
@@ -311,36 +311,37 @@ void mm_binding_raise_status(mrb_state *mrb, int status, const char *msg)
     mrb_exc_raise(mrb, mrb_obj_new(mrb, cls, 2, args));
 }
 
+typedef struct {
+    const char *file;
+    int line;
+} mm_place_t;
+
+/* A frame of a script, not of the gem's Ruby half: its place is kept. */
+static int script_frame(void *ud, const char *file, int line)
+{
+    mm_place_t *place = ud;
+
+    if (strstr(file, "mruby-apache/mrblib/")) {
+        return 0;
+    }
+    place->file = file;
+    place->line = line;
+    return 1;
+}
+
 /* The Ruby file:line that called the running C method: the innermost Ruby
  * frame of a script (outside the API's own Ruby half, so a helper of the gem
- * reports its caller's line, and outside mruby's). */
+ * reports its caller's line, and outside mruby's, which has no file). */
 int mm_binding_caller(mrb_state *mrb, const char **file, int *line)
 {
-    mrb_callinfo *ci;
+    mm_place_t place;
 
-    for (ci = mrb->c->ci; ci >= mrb->c->cibase; ci--) {
-        const mrb_irep *irep;
-        uint32_t idx;
-        const char *f;
-
-        if (!ci->proc || MRB_PROC_CFUNC_P(ci->proc) || !ci->pc) {
-            continue;
-        }
-        irep = ci->proc->body.irep;
-        if (!irep || ci->pc <= irep->iseq) {
-            continue;
-        }
-        idx = (uint32_t)(ci->pc - irep->iseq - 1);
-        f = mrb_debug_get_filename(mrb, irep, idx);
-        /* mruby's own Ruby methods (Array#each ...) carry no file */
-        if (f == NULL || strstr(f, "mruby-apache/mrblib/")) {
-            continue;
-        }
-        *file = f;
-        *line = mrb_debug_get_line(mrb, irep, idx);
-        return 1;
+    if (!mm_mi_each_frame(mrb, script_frame, &place)) {
+        return 0;
     }
-    return 0;
+    *file = place.file;
+    *line = place.line;
+    return 1;
 }
 
 /* Text from a script as a C string for a log: a NUL byte (Ruby strings may

@@ -34,6 +34,7 @@
 #include "code.h"
 #include "config.h"
 #include "mod_mruby.h"
+#include "mruby_internal.h"
 #include "verify.h"
 
 APLOG_USE_MODULE(mruby);
@@ -84,15 +85,6 @@ static int stamp_eq(const mm_stamp_t *a, const mm_stamp_t *b)
 }
 
 /* ------------------------------------------------------------------ compiling */
-
-/* A proc made from bytecode becomes a top-level script: no enclosing proc,
- * methods it defines go to Object. */
-static void make_toplevel(mrb_state *mrb, struct RProc *proc)
-{
-    proc->upper = NULL;
-    proc->c = NULL;
-    MRB_PROC_SET_TARGET_CLASS(proc, mrb->object_class);
-}
 
 /* ------------------------------------------------------- bounded parsing */
 
@@ -244,9 +236,9 @@ static mrb_value compile_body(mrb_state *mrb, void *ud)
     if (proc == NULL) {
         return mrb_nil_value();
     }
-    make_toplevel(mrb, proc);
+    mm_mi_proc_make_toplevel(mrb, proc);
     if (c->dump &&
-        mrb_dump_irep(mrb, proc->body.irep, MRB_DUMP_DEBUG_INFO, &c->bin, &c->bin_len) != MRB_DUMP_OK) {
+        mrb_dump_irep(mrb, mm_mi_proc_irep(proc), MRB_DUMP_DEBUG_INFO, &c->bin, &c->bin_len) != MRB_DUMP_OK) {
         snprintf(c->error, sizeof c->error, "%s: cannot dump bytecode", c->name);
         return mrb_nil_value();
     }
@@ -360,7 +352,7 @@ static mrb_value load_body(mrb_state *mrb, void *ud)
     }
     proc = mrb_proc_new(mrb, irep);
     mrb_irep_decref(mrb, irep);
-    make_toplevel(mrb, proc);
+    mm_mi_proc_make_toplevel(mrb, proc);
     return mrb_obj_value(proc);
 }
 
@@ -658,27 +650,6 @@ void mm_code_guard_eval(mrb_state *mrb)
 
 /* ------------------------------------------------------------ request time */
 
-/* True when an irep (or one nested in it) names the constant sym: a
- * script that names Async can sleep with Apache::Async.sleep, one that
- * names HTTP can wait for Apache::HTTP's calls by sleeping, so they run in
- * a fiber. */
-static int refers_to(const mrb_irep *irep, mrb_sym sym)
-{
-    int i;
-
-    for (i = 0; i < irep->slen; i++) {
-        if (irep->syms[i] == sym) {
-            return 1;
-        }
-    }
-    for (i = 0; i < irep->rlen; i++) {
-        if (refers_to(irep->reps[i], sym)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Makes proc the VM's current version of a loaded script. */
 static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
 {
@@ -692,8 +663,11 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
 
     mrb_gc_register(vm->mrb, mrb_obj_value(proc));
     l->proc = proc;
-    l->may_suspend = refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "Async")) ||
-                     refers_to(proc->body.irep, mrb_intern_lit(vm->mrb, "HTTP"));
+    /* A script that names Async can sleep with Apache::Async.sleep, one
+     * that names HTTP can wait for Apache::HTTP's calls by sleeping: they
+     * run in a fiber. */
+    l->may_suspend = mm_mi_irep_names(mm_mi_proc_irep(proc), mrb_intern_lit(vm->mrb, "Async")) ||
+                     mm_mi_irep_names(mm_mi_proc_irep(proc), mrb_intern_lit(vm->mrb, "HTTP"));
 }
 
 mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,
@@ -918,36 +892,16 @@ const char *mm_code_file(cmd_parms *cmd, const char *path, int cache, const mm_s
  * when it first runs; a script's top-level proc has no environment. So a
  * script that runs in fibers gets, once per VM, a block of the same code
  * whose closed environment holds the top-level self (and an empty block
- * slot). Made by hand from mruby 3.1's structures: mruby has no API that
- * makes a block without a Ruby frame to close over. */
+ * slot), kept from the collector while the script is the VM's. */
 struct RProc *mm_code_fiber_block(mm_vm_t *vm, mm_loaded_t *l)
 {
     mrb_state *mrb = vm->mrb;
-    struct REnv *env;
     struct RProc *block;
 
     if (l->block) {
         return l->block;
     }
-    env = (struct REnv *)mrb_obj_alloc(mrb, MRB_TT_ENV, NULL);
-    env->stack = mrb_malloc(mrb, 2 * sizeof(mrb_value));
-    env->stack[0] = mrb_top_self(mrb);
-    env->stack[1] = mrb_nil_value();
-    env->cxt = NULL;
-    env->mid = 0;
-    env->c = mrb->object_class; /* where the script's `def`s go */
-    MRB_ENV_SET_LEN(env, 2);
-    MRB_ENV_SET_BIDX(env, 1);
-    MRB_ENV_CLOSE(env);
-
-    block = (struct RProc *)mrb_obj_alloc(mrb, MRB_TT_PROC, mrb->proc_class);
-    mrb_irep_incref(mrb, (mrb_irep *)l->proc->body.irep);
-    block->body.irep = l->proc->body.irep;
-    block->upper = NULL;
-    block->e.env = env;
-    block->flags |= MRB_PROC_ENVSET;
-    mrb_field_write_barrier(mrb, (struct RBasic *)block, (struct RBasic *)env);
-
+    block = mm_mi_toplevel_block(mrb, l->proc);
     mrb_gc_register(mrb, mrb_obj_value(block));
     l->block = block;
     return block;

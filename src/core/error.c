@@ -17,6 +17,7 @@
 #include "binding.h"
 #include "error.h"
 #include "mod_mruby.h"
+#include "mruby_internal.h"
 
 APLOG_USE_MODULE(mruby);
 
@@ -51,10 +52,7 @@ static mrb_value message_of(mrb_state *mrb, mm_vm_t *vm, mrb_value exc)
     if (mrb_type(exc) != MRB_TT_EXCEPTION) {
         return mrb_nil_value();
     }
-    if (mrb_exc_ptr(exc)->flags & MRB_EXC_MESG_STRING_FLAG) {
-        return mrb_obj_value(mrb_exc_ptr(exc)->mesg);
-    }
-    return mrb_obj_iv_get(mrb, mrb_obj_ptr(exc), vm->sym_mesg);
+    return mm_mi_exception_message(mrb, exc, vm->sym_mesg);
 }
 
 /* Text that is not a String (an object a script put into a backtrace's
@@ -143,7 +141,7 @@ void mm_error_log_exception(mm_vm_t *vm, mrb_value exc, request_rec *r, server_r
     t.exc = exc;
     mrb_protect_error(mrb, describe_message, &t, &raised);
     mrb_protect_error(mrb, describe_backtrace, &t, &raised);
-    mrb->exc = NULL;
+    (void)mm_mi_take_pending(mrb); /* what reading them raised */
     if (t.cls == NULL) {
         t.cls = "(an exception of a class whose name could not be read)";
     }

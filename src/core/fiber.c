@@ -1,25 +1,18 @@
 /* fiber.c: the ways into a script for the harness (run.c): run directly,
  * in a fiber of its own (a script that may sleep), or resumed after a
- * sleep; and what keeps the VM sound when a fiber stops or ends. Knows
- * mruby's fibers and frames; nothing of httpd. */
-
-#include <string.h>
+ * sleep; and what keeps the VM sound when a fiber stops or ends. What it
+ * does to mruby's fibers and frames, mruby_internal.c does; nothing of
+ * httpd. */
 
 #include "httpd.h"
 
 #include <mruby.h>
-#include <mruby/class.h>
-#include <mruby/proc.h>
-#include <mruby/variable.h>
 
 #include "fiber.h"
+#include "mruby_internal.h"
 #include "vm.h"
 
 /* The three ways into a script, each a body for mrb_protect_error. */
-
-/* mruby's CINFO_RESUMED (private to its vm.c and fiber.c): a frame whose
- * context resumed a fiber from C. */
-#define MM_CINFO_RESUMED 3
 
 /* The harness resumes a script's fiber from C, on the root context's first
  * frame. A fiber that goes back to a context not resumed from C expects to
@@ -32,21 +25,20 @@
  * script left its fiber otherwise than by sleeping: a 500 (execute). */
 static void resume_from_root(mrb_state *mrb, mrb_value fiber)
 {
-    mrb->root_c->ci->cci = MM_CINFO_RESUMED;
-    mrb_fiber_resume(mrb, fiber, 0, NULL);
+    mm_mi_resume_on_root(mrb, fiber);
 }
 
 /* Each body first notes its catch point, the one mrb_protect_error set up:
  * where a hard stop (timeout.c) jumps to. */
 mrb_value mm_fiber_run_direct(mrb_state *mrb, void *proc)
 {
-    mm_vm_of(mrb)->run->escape = mrb->jmp;
+    mm_vm_of(mrb)->run->escape = mm_mi_catch_point(mrb);
     /* Nested in a C method (a filter under Apache.rputs, whose output goes
      * down the chain): mrb_top_run would start the script's registers on
      * the method's own and clear them, its arguments with them (the String
      * being written, which the GC then frees). Yielding puts the script's
      * frame above the method's. */
-    if (mrb->c->ci != mrb->c->cibase) {
+    if (mm_mi_nested_in_method(mrb)) {
         return mrb_yield_with_class(mrb, mrb_obj_value((struct RProc *)proc), 0, NULL, mrb_top_self(mrb),
                                     mrb->object_class);
     }
@@ -62,9 +54,8 @@ mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused)
     mm_run_t *run = mm_vm_of(mrb)->run;
     struct RProc *block = mm_code_fiber_block(run->vm, run->loaded);
     struct RBasic *fiber = mrb_obj_alloc(mrb, MRB_TT_FIBER, run->vm->fiber_class);
-    struct mrb_context *cxt;
 
-    run->escape = mrb->jmp;
+    run->escape = mm_mi_catch_point(mrb);
     run->fiber = mrb_obj_value(fiber);
     mrb_funcall_with_block(mrb, run->fiber, run->vm->sym_initialize, 0, NULL, mrb_obj_value(block));
     /* initialize is looked up like any method: a script may have redefined
@@ -72,8 +63,7 @@ mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused)
      * give the block to mruby's own leaves the fiber without a context, or
      * running something else. Nothing can be run in such a fiber, nor in
      * the fibers of the VM's later runs: it is replaced. */
-    cxt = ((struct RFiber *)fiber)->cxt;
-    if (cxt == NULL || cxt->status != MRB_FIBER_CREATED || cxt->cibase->proc != block) {
+    if (!mm_mi_fiber_made_for(run->fiber, block)) {
         run->vm->retire = 1;
         mrb_raise(mrb, E_RUNTIME_ERROR,
                   "Fiber#initialize was redefined: a script that may sleep cannot run in a fiber of this VM, "
@@ -83,9 +73,9 @@ mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused)
      * class (it sets one only over an existing value): `def` would fail,
      * and the VM takes a frame without one for a frame whose fiber was
      * switched, so a C method's return would look like a yield. The
-     * script's top level defines into Object. */
-    cxt->cibase->u.target_class = mrb->object_class;
-    mm_vm_fiber_room(mrb, cxt, block->body.irep->nregs);
+     * script's top level defines into Object. Its stack gets the room
+     * every fiber gets (mm_mi_fiber_room). */
+    mm_mi_fiber_prepare(mrb, run->fiber, block);
     resume_from_root(mrb, run->fiber);
 
     return run->fiber;
@@ -100,28 +90,9 @@ mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused)
  * an ended fiber would stay alive for them. So when a run ends, they are
  * moved into the block's own memory, and the frame forgets them; 0 when
  * out of memory. */
-int mm_fiber_close_first_frame(mrb_state *mrb, struct mrb_context *c)
+int mm_fiber_close_root_frame(mrb_state *mrb)
 {
-    struct REnv *env = mrb_vm_ci_env(c->cibase);
-    mrb_int len;
-    mrb_value *copy;
-
-    if (env == NULL) {
-        return 1;
-    }
-    if (MRB_ENV_ONSTACK_P(env)) {
-        len = MRB_ENV_LEN(env);
-        copy = mrb_malloc_simple(mrb, sizeof(mrb_value) * (len > 0 ? len : 1));
-        if (copy == NULL) {
-            return 0;
-        }
-        memcpy(copy, env->stack, sizeof(mrb_value) * len);
-        env->stack = copy;
-        MRB_ENV_CLOSE(env);
-        mrb_write_barrier(mrb, (struct RBasic *)env);
-    }
-    c->cibase->u.target_class = mrb->object_class;
-    return 1;
+    return mm_mi_close_root_frame(mrb);
 }
 
 /* A fiber that has ended gives back its context (stack and call frames)
@@ -135,18 +106,8 @@ int mm_fiber_close_first_frame(mrb_state *mrb, struct mrb_context *c)
  * and its own script would end there. */
 void mm_fiber_release(mm_run_t *run)
 {
-    mrb_state *mrb = run->vm->mrb;
-    struct RFiber *f;
-
-    if (mrb_nil_p(run->fiber)) {
-        return;
-    }
-    f = (struct RFiber *)mrb_obj_ptr(run->fiber);
-    if (f->cxt && f->cxt->status != MRB_FIBER_TERMINATED) {
-        f->cxt->status = MRB_FIBER_RESUMED;
-    } else if (f->cxt && f->cxt != mrb->c && mm_fiber_close_first_frame(mrb, f->cxt)) {
-        mrb_free_context(mrb, f->cxt);
-        f->cxt = NULL;
+    if (!mrb_nil_p(run->fiber)) {
+        mm_mi_fiber_release(run->vm->mrb, run->fiber);
     }
 }
 
@@ -158,7 +119,7 @@ void mm_fiber_release(mm_run_t *run)
  * refused by Fiber#resume and #transfer ("double resume"). */
 void mm_fiber_hold(mm_run_t *run)
 {
-    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_RESUMED;
+    mm_mi_fiber_hold(run->fiber);
 }
 
 mrb_value mm_fiber_resume(mrb_state *mrb, void *ud)
@@ -166,8 +127,8 @@ mrb_value mm_fiber_resume(mrb_state *mrb, void *ud)
 {
     mm_run_t *run = ud;
 
-    run->escape = mrb->jmp;
-    ((struct RFiber *)mrb_obj_ptr(run->fiber))->cxt->status = MRB_FIBER_SUSPENDED;
+    run->escape = mm_mi_catch_point(mrb);
+    mm_mi_fiber_unhold(run->fiber);
     resume_from_root(mrb, run->fiber);
     return run->fiber;
 }
@@ -188,10 +149,5 @@ int mm_fiber_is_sleeping(mm_run_t *run)
  * the VM's life. They are cleared whenever the fiber gives control back. */
 void mm_fiber_clear_root_frame(mrb_state *mrb)
 {
-    mrb_callinfo *ci = mrb->root_c->ci;
-
-    ci->cci = 0; /* mruby's CINFO_NONE: an ordinary frame */
-    if (mrb_vm_ci_env(ci) == NULL) {
-        ci->u.target_class = mrb->object_class;
-    }
+    mm_mi_clear_root_frame(mrb);
 }

@@ -13,9 +13,9 @@ mrb_value mm_fiber_run_direct(mrb_state *mrb, void *proc); /* the script's proc,
 mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused);   /* the VM's run, in a new fiber */
 mrb_value mm_fiber_resume(mrb_state *mrb, void *run);      /* a sleeping run's fiber, again */
 
-/* Moves the top-level variables blocks captured off the first frame of c
- * when a run ends; 0 when out of memory. */
-int mm_fiber_close_first_frame(mrb_state *mrb, struct mrb_context *c);
+/* Moves the top-level variables blocks captured off the root context's
+ * first frame when a run ends; 0 when out of memory. */
+int mm_fiber_close_root_frame(mrb_state *mrb);
 
 /* A run ended: frees its fiber's context, or holds a fiber left midway. */
 void mm_fiber_release(mm_run_t *run);

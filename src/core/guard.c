@@ -29,6 +29,7 @@
 #include <math.h>
 
 #include "guard.h"
+#include "mruby_internal.h"
 
 /* The wrapped method's environment: [0] mruby's own C function, then the
  * values the check needs. */
@@ -170,7 +171,7 @@ static mrb_value copy(mrb_state *mrb, mrb_value self)
     if (mrb_type(obj) == MRB_TT_PROC && mrb_type(self) == MRB_TT_PROC) {
         struct RProc *p = mrb_proc_ptr(obj);
 
-        if (!MRB_PROC_CFUNC_P(p) && p->body.irep == NULL) {
+        if (mm_mi_proc_lacks_code(p)) {
             mrb_proc_copy(mrb, p, mrb_proc_ptr(self));
         }
     }

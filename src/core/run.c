@@ -18,21 +18,16 @@
 #include <mruby.h>
 #include <mruby/error.h>
 
-#include <mruby/class.h>
-#include <mruby/gc.h>
-#include <mruby/proc.h>
-#include <mruby/variable.h>
-
 #include "binding.h"
 #include "config.h"
 #include "error.h"
 #include "fiber.h"
+#include "mod_mruby.h"
+#include "mruby_internal.h"
 #include "output.h"
-
+#include "run.h"
 #include "suspend.h"
 #include "timeout.h"
-#include "mod_mruby.h"
-#include "run.h"
 
 APLOG_USE_MODULE(mruby);
 
@@ -177,7 +172,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
     for (;;) {
         mrb_bool raised = FALSE;
         mm_timer_t outer_timer;
-        mrb_value exc;
+        mrb_value exc, pending;
         int timed_out;
 
         run->sleep = -1;
@@ -192,11 +187,11 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
          * A top-level `return` that went through an ensure clause leaves
          * mruby's marker of it there, a break object: no exception, the
          * script ended as it asked (it was logged as "raised (null)": 500). */
-        if (!raised && mrb->exc && mrb->exc->tt != MRB_TT_BREAK) {
-            exc = mrb_obj_value(mrb->exc);
+        pending = mm_mi_take_pending(mrb);
+        if (!raised && !mrb_nil_p(pending)) {
+            exc = pending;
             raised = TRUE;
         }
-        mrb->exc = NULL;
         if (raised) {
             int result;
 
@@ -208,7 +203,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
                 /* Its fiber, if any, is abandoned mid-run: back to the root
                  * context; the VM is replaced before its next request. */
                 run->vm->stopped = 0;
-                mrb->c = mrb->root_c;
+                mm_mi_back_to_root_context(mrb);
                 run->fiber = mrb_nil_value();
                 mm_binding_stopped(run);
                 ap_log_error(APLOG_MARK, APLOG_WARNING, 0, run->s,
@@ -260,23 +255,13 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
 static void restore_shared_errors(mm_vm_t *vm)
 {
     mrb_state *mrb = vm->mrb;
-    struct RObject *err = mrb->stack_err;
-    const uint32_t changed = MRB_FL_OBJ_IS_FROZEN | MRB_EXC_MESG_STRING_FLAG;
 
-    if ((err->flags & changed) || err->c != vm->stack_error_class ||
-        mrb_obj_iv_defined(mrb, err, vm->sym_backtrace)) {
-        err->flags &= ~changed;
-        ((struct RException *)err)->mesg = NULL;
-        err->c = vm->stack_error_class;
-        mrb_field_write_barrier(mrb, (struct RBasic *)err, (struct RBasic *)err->c);
-        mrb_iv_remove(mrb, mrb_obj_value(err), vm->sym_backtrace);
-        /* the entry exists: setting it allocates nothing */
-        mrb_obj_iv_set(mrb, err, vm->sym_mesg, vm->stack_error_message);
+    if (mm_mi_stack_error_changed(mrb, vm->stack_error_class, vm->sym_backtrace)) {
+        /* the message's entry exists: setting it allocates nothing */
+        mm_mi_stack_error_reset(mrb, vm->stack_error_class, vm->sym_backtrace, vm->sym_mesg,
+                                vm->stack_error_message);
     }
-    if (mrb->nomem_err->flags & MRB_EXC_MESG_STRING_FLAG) {
-        mrb->nomem_err->flags &= ~MRB_EXC_MESG_STRING_FLAG;
-        ((struct RException *)mrb->nomem_err)->mesg = NULL;
-    }
+    mm_mi_nomem_error_reset(mrb);
 }
 
 /* The collector's settings are the VM's: a script that turned it off
@@ -290,12 +275,7 @@ static void restore_shared_errors(mm_vm_t *vm)
  * request's, was logged without its place and backtrace. */
 static void restore_gc(mm_vm_t *vm)
 {
-    mrb_gc *gc = &vm->mrb->gc;
-
-    gc->disabled = FALSE;
-    gc->out_of_memory = FALSE;
-    gc->interval_ratio = vm->gc_interval_ratio;
-    gc->step_ratio = vm->gc_step_ratio;
+    mm_mi_gc_reset(vm->mrb, vm->gc_interval_ratio, vm->gc_step_ratio);
 }
 
 /* An outermost run ended or sleeps: what it left in the VM that the next
@@ -381,8 +361,8 @@ static int run_one(mm_vm_t *vm, request_rec *r, server_rec *s, apr_pool_t *p, co
 
     } else {
         result = execute(&run, mm_fiber_run_direct, run.loaded->proc, NULL);
-        if (run.outer == NULL && mrb->c == mrb->root_c) {
-            mm_fiber_close_first_frame(mrb, mrb->root_c);
+        if (run.outer == NULL && mm_mi_on_root_context(mrb)) {
+            mm_fiber_close_root_frame(mrb);
         }
     }
     return leave_run(vm, &run, ai, result);
@@ -428,7 +408,7 @@ int mm_run_scripts(request_rec *r, const mm_phase_t *kind, const apr_array_heade
 /* Calls the block a script gave (a timer's) with no argument. */
 static mrb_value run_block_body(mrb_state *mrb, void *block)
 {
-    mm_vm_of(mrb)->run->escape = mrb->jmp;
+    mm_vm_of(mrb)->run->escape = mm_mi_catch_point(mrb);
     return mrb_yield_argv(mrb, *(mrb_value *)block, 0, NULL);
 }
 

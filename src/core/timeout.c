@@ -41,7 +41,6 @@
 
 #include <mruby.h>
 #include <mruby/error.h>
-#include <mruby/throw.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -49,6 +48,7 @@
 
 #include "config.h"
 #include "mod_mruby.h"
+#include "mruby_internal.h"
 #include "thread.h"
 #include "timeout.h"
 #include "vm.h"
@@ -56,8 +56,6 @@
 APLOG_USE_MODULE(mruby);
 
 #ifdef MRB_USE_DEBUG_HOOK
-
-typedef void (*mm_hook_t)(mrb_state *, const struct mrb_irep *, const mrb_code *, mrb_value *);
 
 /* The child's watchdog. */
 static struct {
@@ -76,11 +74,6 @@ static apr_time_t deadline_after(apr_interval_time_t timeout)
     apr_time_t now = mm_thread_now();
 
     return timeout > APR_INT64_MAX - now ? APR_INT64_MAX : now + timeout;
-}
-
-static void set_hook(mrb_state *mrb, mm_hook_t hook)
-{
-    __atomic_store_n(&mrb->code_fetch_hook, hook, __ATOMIC_SEQ_CST);
 }
 
 static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_code *pc, mrb_value *regs);
@@ -103,11 +96,11 @@ static int is_due(mm_vm_t *vm)
     if (passed(vm)) {
         return 1;
     }
-    set_hook(vm->mrb, NULL);
+    mm_mi_set_hook(vm->mrb, NULL);
     if (!passed(vm)) {
         return 0;
     }
-    set_hook(vm->mrb, timeout_hook); /* the watchdog's, just taken out */
+    mm_mi_set_hook(vm->mrb, timeout_hook); /* the watchdog's, just taken out */
     return 1;
 }
 
@@ -136,10 +129,11 @@ static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_
     } else if (mm_thread_now() - vm->deadline >= vm->grace && vm->run && vm->run->escape) {
         /* (past the deadline: the difference cannot overflow, where
          * deadline + grace could) */
-        mrb->exc = mrb_obj_ptr(mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped"));
+        mrb_value stop = mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped");
+
         vm->stopped = 1;
         vm->retire = 1;
-        MRB_THROW((struct mrb_jmpbuf *)vm->run->escape);
+        mm_mi_throw(mrb, vm->run->escape, stop);
     }
     mrb_raise(mrb, timeout, "the script ran longer than mrubyTimeout allows");
 }
@@ -179,7 +173,7 @@ static void scan_vm(mm_vm_t *vm, void *ctx)
     }
     if (deadline <= scan->now) {
         __atomic_store_n(&vm->passed, scan->now, __ATOMIC_SEQ_CST);
-        set_hook(vm->mrb, timeout_hook);
+        mm_mi_set_hook(vm->mrb, timeout_hook);
     } else if (deadline < scan->next) {
         scan->next = deadline;
     }
@@ -253,7 +247,7 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved)
     mm_vm_t *vm = run->vm;
     mrb_state *mrb = vm->mrb;
 
-    saved->hook = (void *)__atomic_load_n(&mrb->code_fetch_hook, __ATOMIC_SEQ_CST);
+    saved->hook = (void *)mm_mi_hook(mrb);
     saved->deadline = vm->deadline;
     saved->timed_out = vm->timed_out;
     if (run->timeout > 0) {
@@ -262,7 +256,7 @@ void mm_timeout_arm(mm_run_t *run, mm_timer_t *saved)
         vm->grace = run->timeout > apr_time_from_msec(100) ? run->timeout : apr_time_from_msec(100);
         vm->timed_out = 0;
         vm->ticks = 0;
-        set_hook(mrb, watch.t.running ? NULL : timeout_hook);
+        mm_mi_set_hook(mrb, watch.t.running ? NULL : timeout_hook);
         __atomic_store_n(&vm->latest, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&vm->deadline, deadline, __ATOMIC_SEQ_CST);
         if (watch.t.running) {
@@ -283,7 +277,7 @@ void mm_timeout_expired(mrb_state *mrb)
         vm->timed_out = 1;
         vm->ticks = 0;
     }
-    set_hook(mrb, timeout_hook); /* raises again while the script goes on */
+    mm_mi_set_hook(mrb, timeout_hook); /* raises again while the script goes on */
     mrb_raise(mrb, vm->timeout_class, "the script ran longer than mrubyTimeout allows");
 }
 
@@ -309,7 +303,7 @@ int mm_timeout_disarm(mm_run_t *run, const mm_timer_t *saved)
     }
     timed_out = vm->timed_out;
     __atomic_store_n(&vm->deadline, saved->deadline, __ATOMIC_SEQ_CST);
-    set_hook(vm->mrb, (mm_hook_t)saved->hook);
+    mm_mi_set_hook(vm->mrb, (mm_mi_hook_t)saved->hook);
     vm->timed_out = saved->timed_out;
     if (saved->deadline != 0 && watch.t.running) {
         notify(saved->deadline);

@@ -33,6 +33,7 @@
 #include "mod_mruby.h"
 #include "error.h"
 #include "guard.h"
+#include "mruby_internal.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -153,42 +154,14 @@ static void keep_shared_errors(mrb_state *mrb, mm_vm_t *vm)
     mrb_gc_register(mrb, vm->stack_error_message);
 }
 
-/* The fiber has not run yet, so only its first two frames point into the
- * stack. */
-void mm_vm_fiber_room(mrb_state *mrb, struct mrb_context *cxt, size_t nregs)
-{
-    size_t have = (size_t)(cxt->stend - cxt->stbase), i;
-    mrb_value *stack;
-
-    if (have > nregs) {
-        return;
-    }
-    stack = mrb_realloc(mrb, cxt->stbase, (nregs + 1) * sizeof(mrb_value));
-    for (i = have; i <= nregs; i++) {
-        stack[i] = mrb_nil_value();
-    }
-    cxt->stbase = stack;
-    cxt->stend = stack + nregs + 1;
-    cxt->cibase[0].stack = stack;
-    cxt->cibase[1].stack = stack;
-}
-
-/* Fiber.new of a block of 64 registers: see mm_vm_fiber_room. mruby's own
+/* Fiber.new of a block of 64 registers: see mm_mi_fiber_room. mruby's own
  * Fiber#initialize makes the fiber; this one then gives its stack the room
  * it lacks. */
 static mrb_value fiber_initialize(mrb_state *mrb, mrb_value self)
 {
     mrb_value fiber = mm_vm_of(mrb)->fiber_initialize(mrb, self);
-    struct mrb_context *cxt;
 
-    if (mrb_type(self) != MRB_TT_FIBER) {
-        return fiber;
-    }
-    cxt = ((struct RFiber *)mrb_ptr(self))->cxt;
-    if (cxt && cxt->status == MRB_FIBER_CREATED && cxt->cibase->proc &&
-        !MRB_PROC_CFUNC_P(cxt->cibase->proc)) {
-        mm_vm_fiber_room(mrb, cxt, cxt->cibase->proc->body.irep->nregs);
-    }
+    mm_mi_fiber_room(mrb, self);
     return fiber;
 }
 
@@ -208,11 +181,14 @@ static void count_io_objects(mrb_state *mrb);
 
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
+    mrb_value pending;
+
     mm_guard_init(mrb);
     count_io_objects(mrb);
     mm_binding_init(mrb);
-    if (mrb->exc) {
-        mrb_exc_raise(mrb, mrb_obj_value(mrb->exc));
+    pending = mm_mi_take_pending(mrb);
+    if (!mrb_nil_p(pending)) {
+        mrb_exc_raise(mrb, pending);
     }
     seed_random(mrb);
     /* Found through the constant, the class would be what a script made
@@ -236,8 +212,7 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     wrap_fiber_initialize(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
     keep_shared_errors(mrb, mm_vm_of(mrb));
-    mm_vm_of(mrb)->gc_interval_ratio = mrb->gc.interval_ratio;
-    mm_vm_of(mrb)->gc_step_ratio = mrb->gc.step_ratio;
+    mm_mi_gc_ratios(mrb, &mm_vm_of(mrb)->gc_interval_ratio, &mm_vm_of(mrb)->gc_step_ratio);
 
     return mrb_nil_value();
 }

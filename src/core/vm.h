@@ -139,13 +139,6 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
  * sleep and VMs are locked. Set in child_init. */
 extern int mm_vm_async;
 
-/* Every frame's stack has room for one register after its last, which
- * mrbc's code uses (verify.c); mruby makes a new fiber's stack 64 registers
- * long, or 64 more than the block's frame when that is longer: a block of
- * exactly 64 would write past it. Gives the stack of cxt, a fiber just
- * made for a block of nregs registers, that room. */
-void mm_vm_fiber_room(mrb_state *mrb, struct mrb_context *cxt, size_t nregs);
-
 /* Makes vm the calling thread's VM until mm_vm_leave (a timed callback
  * resuming a sleeping script of another thread's VM), and takes its lock.
  * Returns what must be given back to mm_vm_leave. */

@@ -6,24 +6,18 @@
 #include "apr_time.h"
 
 #include <mruby.h>
-#include <mruby/class.h>
 
 #include "binding.h"
 #include "classes.h"
+#include "mruby_internal.h"
 #include "suspend.h"
 
-/* A fiber cannot be yielded across a C frame (a block called from a method
- * written in C): there the sleep has to block. */
-static int crosses_c_frame(mrb_state *mrb)
+/* Whether the script runs in its own fiber, where a wait can yield it: not
+ * across a C frame (a block called from a method written in C), where the
+ * wait has to block. */
+static int can_yield(mrb_state *mrb, mm_run_t *run)
 {
-    const mrb_callinfo *ci;
-
-    for (ci = mrb->c->ci; ci >= mrb->c->cibase; ci--) {
-        if (ci->cci > 0) {
-            return 1;
-        }
-    }
-    return 0;
+    return !mrb_nil_p(run->fiber) && mm_mi_fiber_running(mrb, run->fiber) && !mm_mi_crosses_c_frame(mrb);
 }
 
 static mrb_value async_sleep(mrb_state *mrb, mrb_value self)
@@ -37,8 +31,7 @@ static mrb_value async_sleep(mrb_state *mrb, mrb_value self)
         mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::Async.sleep: milliseconds must be from 0 to 86400000");
     }
     usec = (apr_interval_time_t)(ms * 1000.0);
-    if (!mrb_nil_p(run->fiber) && mrb->c->fib == (struct RFiber *)mrb_obj_ptr(run->fiber) &&
-        !crosses_c_frame(mrb)) {
+    if (can_yield(mrb, run)) {
         run->sleep = usec;
         return mrb_fiber_yield(mrb, 0, NULL);
     }
@@ -59,8 +52,7 @@ static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
 {
     mm_run_t *run = mm_binding_run(mrb, "Apache::Async");
 
-    if (!mrb_nil_p(run->fiber) && mrb->c->fib == (struct RFiber *)mrb_obj_ptr(run->fiber) &&
-        !crosses_c_frame(mrb)) {
+    if (can_yield(mrb, run)) {
         return mrb_true_value();
     }
     if (mrb_nil_p(run->fiber) && run->loaded && mm_suspend_possible(run)) {
