@@ -13,7 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
-from loopback import free_port, run_user  # noqa: E402
+from loopback import free_port, run_user  # noqa: E402,F401 - run_user: for instructions.py
+from serverconf import server_config  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -131,36 +132,13 @@ class Server:
             return ""
 
     def config(self):
-        lines = [
-            'ServerRoot "%s"' % self.root,
-            "Listen 127.0.0.1:%d" % self.port,
-            "ServerName 127.0.0.1:%d" % self.port,
-            'PidFile "%s/run/httpd.pid"' % self.root,
-            'DefaultRuntimeDir "%s/run"' % self.root,
-            'ErrorLog "%s"' % self.error_log_path,
-            "LogLevel %s" % self.log_level,
-            "LoadModule mpm_%s_module %s/mod_mpm_%s.so" % (self.mpm, self.modules_dir, self.mpm),
-        ]
-        for mod, path in [(m, "%s/mod_%s.so" % (self.modules_dir, m)) for m in self.BASE_MODULES] + \
-                list(self.modules):
-            lines.append("LoadModule %s_module %s" % (mod, path))
-        lines += [
-            "TypesConfig /etc/mime.types",
-            'DocumentRoot "%s"' % self.docroot,
-            # No access log: it would cost every target the same and blur
-            # the differences the bench is about.
-            "Timeout 60",
-            "KeepAlive On",
-            "KeepAliveTimeout 5",
-            "MaxConnectionsPerChild 0",
-            "GracefulShutdownTimeout 5",
-        ]
-        user = run_user()
-        if user:
-            lines += ["User %s" % user[0], "Group %s" % user[1]]
-        lines += ["%s %s" % kv for kv in self.mpm_conf.items()]
-        lines.append(self.conf.replace("{root}", self.root).replace("{docroot}", self.docroot))
-        return "\n".join(lines) + "\n"
+        """The configuration: the common part (test/serverconf.py), with the
+        bench's timeouts and no access log (it would cost every target the
+        same and blur the differences the bench is about), then the
+        target's."""
+        return server_config(self.root, self.port, self.mpm, self.modules_dir,
+                             modules=self.BASE_MODULES + tuple(self.modules), mpm_conf=self.mpm_conf,
+                             body=self.conf, log_level=self.log_level, timeout=60, keepalive_timeout=5)
 
     def start(self, timeout=60):
         conf = os.path.join(self.root, "httpd.conf")

@@ -16,7 +16,8 @@ import time
 import pytest
 
 import procs
-from loopback import free_port, run_user
+from loopback import free_port, run_user  # noqa: F401 - run_user: for cache_servers.py
+from serverconf import server_config
 
 HTTPD = os.environ.get("MM_HTTPD", "/usr/sbin/apache2")
 MODULES_DIR = os.environ.get("MM_MODULES_DIR", "/usr/lib/apache2/modules")
@@ -244,37 +245,13 @@ class Httpd:
                 .replace("{port}", str(self.port)))
 
     def config(self, body=None):
-        lines = [
-            'ServerRoot "%s"' % self.root,
-            "Listen 127.0.0.1:%d" % self.port,
-            "ServerName 127.0.0.1:%d" % self.port,
-            'PidFile "%s"' % self.path("run/httpd.pid"),
-            'DefaultRuntimeDir "%s"' % self.path("run"),
-            'ErrorLog "%s"' % self.error_log_path,
-            "LogLevel %s" % self.log_level,
-            "LoadModule mpm_%s_module %s/mod_mpm_%s.so" % (self.mpm, MODULES_DIR, self.mpm),
-        ]
-        for m in self.modules:
-            lines.append("LoadModule %s_module %s/mod_%s.so" % (m, MODULES_DIR, m))
-        lines += [
-            "LoadModule mruby_module %s" % MODULE,
-            "TypesConfig /etc/mime.types",
-            'DocumentRoot "%s"' % self.docroot,
-            'LogFormat "%h %l %u %t \\"%r\\" %>s %b" common',
-            'CustomLog "%s" common' % self.path("logs/access.log"),
-            "Timeout 30",
-            "KeepAliveTimeout 2",
-            "GracefulShutdownTimeout 5",
-            "MaxConnectionsPerChild 0",
-        ]
-        user = run_user()
-        if user:
-            lines += ["User %s" % user[0], "Group %s" % user[1]]
-        lines.append("<IfModule mpm_%s_module>" % self.mpm)
-        lines += ["    %s %s" % kv for kv in self.mpm_conf.items()]
-        lines.append("</IfModule>")
-        lines.append(self.fill(self.body if body is None else body))
-        return "\n".join(lines) + "\n"
+        """The configuration: the common part (serverconf), with mod_mruby,
+        an access log and the suite's timeouts, then body (by default the
+        one given at creation) filled in."""
+        return server_config(self.root, self.port, self.mpm, MODULES_DIR,
+                             modules=self.modules + (("mruby", MODULE),), mpm_conf=self.mpm_conf,
+                             body=self.body if body is None else body, log_level=self.log_level,
+                             timeout=30, keepalive_timeout=2, access_log=True)
 
     def write_config(self, body=None):
         with open(self.conf_path, "w") as f:
