@@ -17,7 +17,7 @@ import pytest
 
 import procs
 from loopback import free_port, run_user  # noqa: F401 - run_user: for cache_servers.py
-from serverconf import server_config
+from serverconf import fill, server_config
 
 HTTPD = os.environ.get("MM_HTTPD", "/usr/sbin/apache2")
 MODULES_DIR = os.environ.get("MM_MODULES_DIR", "/usr/lib/apache2/modules")
@@ -241,8 +241,8 @@ class Httpd:
             return ""
 
     def fill(self, text):
-        return (text.replace("{root}", self.root).replace("{docroot}", self.docroot)
-                .replace("{port}", str(self.port)))
+        """text with this server's {root}, {docroot} and {port} filled in."""
+        return fill(text, self.root, self.port)
 
     def config(self, body=None):
         """The configuration: the common part (serverconf), with mod_mruby,

@@ -80,3 +80,33 @@ def get(port, path, ctx, host="localhost", timeout=30):
         return resp.status, resp.read().decode("utf-8", "replace")
     finally:
         conn.close()
+
+
+# A TLS virtual host beside the server's plain one, on its own port, with
+# the certificates make_pki writes under {root}/pki: client certificates
+# optional, required under /strict; mod_ssl's variables in the environment
+# (StdEnvVars) under /env only; .mrb files run as scripts.
+VHOST = r"""
+AddHandler mruby-script .mrb
+Listen 127.0.0.1:{tls_port}
+<VirtualHost 127.0.0.1:{tls_port}>
+    ServerName localhost
+    SSLEngine on
+    SSLCertificateFile "{root}/pki/server.pem"
+    SSLCertificateKeyFile "{root}/pki/server.key"
+    SSLCACertificateFile "{root}/pki/ca.pem"
+    SSLVerifyClient optional
+    SSLVerifyDepth 1
+    <Location /env>
+        SSLOptions +StdEnvVars
+    </Location>
+    <Location /strict>
+        SSLVerifyClient require
+    </Location>
+</VirtualHost>
+"""
+
+
+def vhost(tls_port):
+    """VHOST listening on 127.0.0.1:tls_port."""
+    return VHOST.replace("{tls_port}", str(tls_port))

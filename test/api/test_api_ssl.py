@@ -28,26 +28,6 @@ COMPARE = (
     'Apache.echo "UNKNOWN\\t#{r.ssl_var("SSL_NO_SUCH_THING").inspect}"\n'
 ) % repr(NAMES).replace("'", '"').replace("(", "[").replace(")", "]")
 
-BODY = r"""
-AddHandler mruby-script .mrb
-Listen 127.0.0.1:{tls_port}
-<VirtualHost 127.0.0.1:{tls_port}>
-    ServerName localhost
-    SSLEngine on
-    SSLCertificateFile "{root}/pki/server.pem"
-    SSLCertificateKeyFile "{root}/pki/server.key"
-    SSLCACertificateFile "{root}/pki/ca.pem"
-    SSLVerifyClient optional
-    SSLVerifyDepth 1
-    <Location /env>
-        SSLOptions +StdEnvVars
-    </Location>
-    <Location /strict>
-        SSLVerifyClient require
-    </Location>
-</VirtualHost>
-"""
-
 FILES = {
     "htdocs/compare.mrb": COMPARE,
     "htdocs/env/compare.mrb": COMPARE,
@@ -62,7 +42,7 @@ FILES = {
 @pytest.fixture(scope="module", params=MPMS)
 def server(request):
     tls_port = free_port()
-    srv = Httpd("ssl", request.param, BODY.replace("{tls_port}", str(tls_port)), modules=("socache_shmcb", "ssl"),
+    srv = Httpd("ssl", request.param, tls.vhost(tls_port), modules=("socache_shmcb", "ssl"),
                 files=FILES)
     tls.make_pki(srv.path("pki"))
     srv.tls_port = tls_port

@@ -7,10 +7,10 @@ line. Errors are never a grant."""
 import base64
 import concurrent.futures
 import hashlib
-import re
 
 import pytest
 
+from auth_clients import basic, digest_get, md5
 from httpd import module_httpd
 
 AUTHN_BASIC = r"""
@@ -197,36 +197,8 @@ FILES = {
 MODULES = ("auth_basic", "auth_digest", "authn_core", "authn_file", "authz_user")
 
 
-def md5(text):
-    return hashlib.md5(text.encode()).hexdigest()
-
-
 srv = module_httpd("auth", BODY.replace("{sam_ha1}", md5("sam:hobbits:potatoes")), files=FILES,
                    modules=MODULES)
-
-
-def basic(user, password):
-    token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-    return {"Authorization": "Basic " + token}
-
-
-def digest_get(srv, path, user, password):
-    """A Digest exchange as a browser does it: the challenge, then the
-    answer computed from it (RFC 2617, qop=auth)."""
-    challenge = srv.get(path)
-    assert challenge.status == 401
-    header = challenge.headers["WWW-Authenticate"]
-    assert header.startswith("Digest ")
-    params = dict(re.findall(r'(\w+)="?([^",]*)"?', header))
-    realm, nonce = params["realm"], params["nonce"]
-    nc, cnonce = "00000001", "0a4f113b"
-    ha1 = md5("%s:%s:%s" % (user, realm, password))
-    ha2 = md5("GET:%s" % path)
-    response = md5(":".join((ha1, nonce, nc, cnonce, "auth", ha2)))
-    auth = ('Digest username="%s", realm="%s", nonce="%s", uri="%s", algorithm=MD5, '
-            'response="%s", qop=auth, nc=%s, cnonce="%s"'
-            % (user, realm, nonce, path, response, nc, cnonce))
-    return srv.get(path, headers={"Authorization": auth})
 
 
 # --------------------------------------------------------------- Basic

@@ -39,13 +39,12 @@ import time
 
 import pytest
 
-import test_api_ssl
 import tls
+from auth_clients import basic, digest_get
 from cache_servers import memcached_backend
 from httpd import HTTPD, well_inside_window
 from loopback import free_port
 from recipes import ROOT, fenced_blocks
-from test_auth_providers import basic, digest_get
 
 HOOKED = os.environ.get("MM_MRUBY_MODE") == "source"
 
@@ -522,7 +521,7 @@ def test_tls_facts(make_httpd, mpm):
     a client without a certificate, or over plain HTTP, is nobody."""
     script = api_example("TLS facts: Request#ssl? and Request#ssl_var", "ruby", count=1)
     tls_port = free_port()
-    conf = test_api_ssl.BODY.replace("{tls_port}", str(tls_port)) + (
+    conf = tls.vhost(tls_port) + (
         "<Location /who>\n    mrubyAccessChecker {root}/mruby/tls.rb\n</Location>\n"
         + answering("/who", "Apache.rputs Apache::Request.new.user.inspect"))
     srv = make_httpd("doc-tls", mpm, conf, modules=("socache_shmcb", "ssl"), files={"mruby/tls.rb": script})
