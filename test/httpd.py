@@ -437,12 +437,21 @@ class Httpd:
         return self.request("POST", path, headers=headers, body=iter(body), timeout=timeout,
                             chunked=True)
 
+    def expect(self, path, status, log=None, count=1, method="GET", **kw):
+        """Requests path (kw go to request: headers, body, timeout, source)
+        and asserts that it answers status; the failure shows the response
+        and the end of the error log. With log, a pattern, then waits until
+        count lines of the error log match it (the children write it after
+        the response; count is of the whole log, as in wait_log). Returns
+        the response and the last matching line (None without log)."""
+        r = self.request(method, path, **kw)
+        assert r.status == status, (r, self.error_log()[-2000:])
+        return r, (self.wait_log(log, count=count)[-1] if log is not None else None)
+
     def ok(self, path, method="GET", **kw):
         """The response to a request of path, which must answer 200 (the end
         of the error log says why when it does not)."""
-        r = self.request(method, path, **kw)
-        assert r.status == 200, (r, self.error_log()[-2000:])
-        return r
+        return self.expect(path, 200, method=method, **kw)[0]
 
     def lines(self, path, headers=None):
         """GETs path, which must answer 200, and returns its body's lines."""

@@ -216,18 +216,14 @@ def test_redirect_refuses_bad_arguments(server):
 
 
 def test_http_error_sets_the_status(server):
-    r = server.get("/httperror.mrb")
-    assert r.status == 404
+    r, _ = server.expect("/httperror.mrb", 404, r"MRB00030: .*Apache::HTTPError.*no such thing")
     assert b"no such thing" not in r.body
-    server.wait_log(r"MRB00030: .*Apache::HTTPError.*no such thing")
 
 
 def test_http_error_raised_with_a_message_alone(server):
     # raise Apache::HTTPError, "text": a 500 with that message
-    r = server.get("/httperror_text.mrb")
-    assert r.status == 500
+    r, _ = server.expect("/httperror_text.mrb", 500, r"MRB00030: .*Apache::HTTPError.*gone fishing")
     assert b"gone fishing" not in r.body
-    server.wait_log(r"MRB00030: .*Apache::HTTPError.*gone fishing")
     assert server.get("/httperror_status_text.mrb").status == 404
 
 

@@ -224,10 +224,8 @@ def test_invalid_responses_are_500_and_logged(server):
                           ("chunk", "yielded a Symbol"),
                           ("crlf", "must not contain CR, LF"),
                           ("raise", "app failed")):
-        r = server.get("/rack_bad?" + kind)
-        assert r.status == 500, kind
-        assert b"Injected" not in r.body and "Injected" not in r.headers
-        server.wait_log(r"MRB00030: .*%s" % message)
+        r, _ = server.expect("/rack_bad?" + kind, 500, r"MRB00030: .*%s" % message)
+        assert b"Injected" not in r.body and "Injected" not in r.headers, kind
     assert server.get("/rack_bad?fine").body == b"fine"
 
 

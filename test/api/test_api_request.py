@@ -318,10 +318,9 @@ def test_reverse_proxy_sets_the_fields_mod_proxy_reads(server):
 
 
 def test_internal_redirect(server):
-    r = server.get("/redirect.mrb")
-    assert r.status == 200
+    r, _ = server.expect("/redirect.mrb", 200,
+                         r"MRB00400: .*after redirect: next\?=true external_redirect\?=true")
     assert r.body == b"/target,true,true,GET"
-    server.wait_log(r"MRB00400: .*after redirect: next\?=true external_redirect\?=true")
 
 
 def test_script_in_a_subrequest(server):

@@ -168,10 +168,9 @@ def test_scripts_after_a_sleeping_one_run_after_it(server):
 
 
 def test_exception_after_resume_is_500_and_logged(server):
-    r = server.get("/raise_after")
-    assert r.status == 500
+    r, _ = server.expect("/raise_after", 500,
+                         r"MRB00030: Handler script .* raised ArgumentError at .*: raised after the resume")
     assert b"x" not in r.body
-    server.wait_log(r"MRB00030: Handler script .* raised ArgumentError at .*: raised after the resume")
     assert server.get("/fast").body == b"fast"
 
 
@@ -230,8 +229,7 @@ def test_yielding_the_script_fiber_directly_is_an_error(server):
         # No fiber: Fiber.yield at top level is mruby's own error.
         assert server.get("/yield.mrb").status == 500
         return
-    assert server.get("/yield.mrb").status == 500
-    server.wait_log(r"MRB00060: Handler script .*yield\.mrb left its fiber")
+    server.expect("/yield.mrb", 500, r"MRB00060: Handler script .*yield\.mrb left its fiber")
 
 
 # A script that sleeps 10 ms and answers "ab", for the tests below that run
@@ -257,11 +255,11 @@ def test_fiber_initialize_redefined_by_a_script(make_httpd, mpm):
     # fiber left without a context): a 500, and the VM is replaced.
     srv = make_httpd("fiberinit", mpm, REDEFINED_FIBER, mpm_conf=SINGLE_WORKER[mpm]).start()
     assert srv.get("/redefine_fiber").body == b"redefined"
-    r = srv.get("/sleep")
     if mpm == "event":
-        assert r.status == 500
-        srv.wait_log(r"MRB00030: Handler script .* raised RuntimeError .*Fiber#initialize was redefined")
+        srv.expect("/sleep", 500,
+                   r"MRB00030: Handler script .* raised RuntimeError .*Fiber#initialize was redefined")
     else:
+        r = srv.get("/sleep")
         assert (r.status, r.body) == (200, b"ab")  # no fiber: the sleep blocks
     r = srv.get("/sleep")
     assert (r.status, r.body) == (200, b"ab")

@@ -79,34 +79,26 @@ def count(server):
 
 def test_a_slow_file_gets_500_and_the_worker_goes_on(server):
     before = count(server)
-    r = server.get("/slow.mrb")
-    assert r.status == 500
-    server.wait_log(r"MRB00020: Handler script \S*/htdocs/slow\.mrb: compiling stopped after 300 ms "
-                    r"of CPU time, near line \d+ of 20000")
+    server.expect("/slow.mrb", 500, r"MRB00020: Handler script \S*/htdocs/slow\.mrb: compiling stopped after "
+                                    r"300 ms of CPU time, near line \d+ of 20000")
     assert count(server) == before + 1  # the same worker, the same VM
     # Its error is kept until the file changes: not parsed again.
-    r = server.get("/slow.mrb")
-    assert r.status == 500
-    server.wait_log(r"htdocs/slow\.mrb: compiling stopped", count=2)
+    server.expect("/slow.mrb", 500, r"htdocs/slow\.mrb: compiling stopped", count=2)
     assert server.error_log().count("compiling stopped") == 2
     assert server.get("/fine.mrb").body == b"fine"
 
 
 def test_a_long_list_is_cut_short_or_compiles(server):
-    r = server.get("/long.mrb")
     if PATCHED:
-        assert r.status == 200
-        assert r.body == b"long"
+        assert server.ok("/long.mrb").body == b"long"
     else:
-        assert r.status == 500
-        server.wait_log(r"MRB00020: Handler script \S*/htdocs/long\.mrb: compiling stopped after 300 ms")
+        server.expect("/long.mrb", 500,
+                      r"MRB00020: Handler script \S*/htdocs/long\.mrb: compiling stopped after 300 ms")
 
 
 def test_a_big_file_gets_500_naming_it(server):
-    r = server.get("/big.mrb")
-    assert r.status == 500
-    server.wait_log(r"MRB00020: Handler script \S*/htdocs/big\.mrb: %d bytes of Ruby, over the 524288 "
-                    r"that mrubyCompileLimit allows" % (len(BIG)))
+    server.expect("/big.mrb", 500, r"MRB00020: Handler script \S*/htdocs/big\.mrb: %d bytes of Ruby, over "
+                                   r"the 524288 that mrubyCompileLimit allows" % (len(BIG)))
     assert server.get("/fine.mrb").status == 200
 
 

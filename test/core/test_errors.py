@@ -146,20 +146,16 @@ def single(request, make_httpd):
 
 
 def test_exception_is_500_with_generic_page_and_logged(server):
-    r = server.get("/raise")
-    assert r.status == 500
+    r, line = server.expect("/raise", 500, r"MRB00030: .*ArgumentError")
     assert r.body == b"custom error page"
     assert b"secret" not in r.body
-    line = server.wait_log(r"MRB00030: .*ArgumentError")[-1]
     assert "secret detail 42" in line
     assert re.search(r"raised ArgumentError at %s:\d+: " % re.escape(server.conf_path), line)
     assert "in explode" in line
 
 
 def test_exception_in_file_names_file_and_line(server):
-    r = server.get("/raise_file")
-    assert r.status == 500
-    line = server.wait_log(r"MRB00030: .*IndexError")[-1]
+    _, line = server.expect("/raise_file", 500, r"MRB00030: .*IndexError")
     path = server.path("scripts/raise.rb")
     assert "raised IndexError at %s:3: from a file" % path in line
     assert "%s:6" % path in line  # the caller, in the backtrace
@@ -182,8 +178,8 @@ def test_backtrace_emptied_while_it_is_logged(single):
     # end of the emptied Array). The object that is no String is named by
     # its class, its #to_s (the script's code) is not run.
     assert single.get("/ok").body == b"ok 1"
-    assert single.get("/backtrace_emptied").status == 500
-    line = single.wait_log(r"MRB00030: .*RuntimeError at #<Emptier>: backtrace emptied")[-1]
+    _, line = single.expect("/backtrace_emptied", 500,
+                            r"MRB00030: .*RuntimeError at #<Emptier>: backtrace emptied")
     assert "line 15 of a long backtrace" in line
     assert single.get("/ok").body == b"ok 2"
 
@@ -191,15 +187,13 @@ def test_backtrace_emptied_while_it_is_logged(single):
 def test_exception_whose_message_raises_is_logged_with_its_place(server):
     # Its #message is not run: the entry has what Exception#to_s gives for
     # an exception made without a message, the class's name.
-    assert server.get("/message_raises").status == 500
-    line = server.wait_log(r"MRB00030: .*raised BadMessage")[-1]
+    _, line = server.expect("/message_raises", 500, r"MRB00030: .*raised BadMessage")
     assert re.search(r"raised BadMessage at %s:\d+: BadMessage "
                      r"\[backtrace: %s:\d+:in fail_here" % ((re.escape(server.conf_path),) * 2), line), line
 
 
 def test_message_that_is_no_string_is_the_class_name(server):
-    assert server.get("/raise_object").status == 500
-    server.wait_log(r"MRB00030: .*raised Boom at .*: Boom \[backtrace")
+    server.expect("/raise_object", 500, r"MRB00030: .*raised Boom at .*: Boom \[backtrace")
 
 
 @pytest.mark.parametrize("path,cls,message", [
@@ -211,14 +205,11 @@ def test_readers_of_the_exception_redefined_to_loop(single, path, cls, message):
     # The entry is read from the exception itself, not through the
     # script's methods: the thread answers, logs and goes on serving.
     assert single.get("/redefine").body == b"redefined"
-    r = single.get(path, timeout=10)
-    assert r.status == 500
-    line = single.wait_log(r"MRB00030: .*raised %s" % cls)[-1]
+    _, line = single.expect(path, 500, r"MRB00030: .*raised %s" % cls, timeout=10)
     assert message in line, line
     assert "[backtrace: none]" not in line
     assert single.get("/ok", timeout=10).body == b"ok 1"
-    assert single.get(path, timeout=10).status == 500
-    single.wait_log(r"MRB00030: .*raised %s" % cls, count=2)
+    single.expect(path, 500, r"MRB00030: .*raised %s" % cls, count=2, timeout=10)
 
 
 def test_http_error_constant_replaced_by_a_script(single):
@@ -235,11 +226,8 @@ def test_apache_constant_removed_by_a_script(single):
     # The next exception was logged, then the lookup of Apache::HTTPError
     # raised a NameError, and the child aborted.
     assert single.get("/remove_apache").status == 200
-    assert single.get("/raise").status == 500
-    single.wait_log(r"MRB00030: .*raised ArgumentError")
-    r = single.get("/ok")  # Apache.rputs: NameError in this VM now
-    assert r.status == 500
-    single.wait_log(r"MRB00030: .*raised NameError")
+    single.expect("/raise", 500, r"MRB00030: .*raised ArgumentError")
+    single.expect("/ok", 500, r"MRB00030: .*raised NameError")  # Apache.rputs: NameError in this VM now
 
 
 @measures_memory
@@ -256,10 +244,8 @@ def test_long_text_for_the_log_is_not_copied_whole(single, path):
 
 
 def test_output_before_exception_is_discarded(server):
-    r = server.get("/after_output")
-    assert r.status == 500
+    r, _ = server.expect("/after_output", 500, r"MRB00030: .*RuntimeError at .*: late failure")
     assert b"partial" not in r.body
-    server.wait_log(r"MRB00030: .*RuntimeError at .*: late failure")
 
 
 def test_exception_after_output_was_sent_cuts_the_response(server):
@@ -280,10 +266,8 @@ def test_exception_after_output_was_sent_cuts_the_response(server):
     ("AuthzProvider", "authz provider scripts"),
 ])
 def test_objects_of_another_kind_of_script_are_refused(server, cls, where):
-    r = server.get("/wrong_kind?" + cls)
-    assert r.status == 500
-    server.wait_log(r"MRB00030: .*RuntimeError at .*: Apache::%s can only be used in %s, not in a Handler script"
-                    % (cls, where))
+    server.expect("/wrong_kind?" + cls, 500, r"MRB00030: .*RuntimeError at .*: Apache::%s can only be used "
+                  r"in %s, not in a Handler script" % (cls, where))
 
 
 def test_log_entry_is_one_line(server):
@@ -294,9 +278,7 @@ def test_log_entry_is_one_line(server):
 
 def test_syntax_error_in_mrb_then_fixed(single):
     single.write("htdocs/broken.mrb", "Apache.rputs 'a'\nif true\n  Apache.rputs(\n")
-    r = single.get("/broken.mrb")
-    assert r.status == 500
-    line = single.wait_log(r"MRB00020: .*broken\.mrb")[-1]
+    _, line = single.expect("/broken.mrb", 500, r"MRB00020: .*broken\.mrb")
     assert re.search(r"broken\.mrb:\d+:\d+: syntax error", line)
     r = single.get("/broken.mrb")  # cached error: still 500, no crash
     assert r.status == 500
@@ -440,9 +422,7 @@ def test_valid_configuration_passes_configtest(make_httpd, mpm):
 def test_not_allowed_in_htaccess(server):
     server.write("htdocs/ht/.htaccess", 'mrubyHandlerCode "Apache.rputs 1"\n')
     server.write("htdocs/ht/index.txt", "x")
-    r = server.get("/ht/index.txt")
-    assert r.status == 500
-    server.wait_log(r"mrubyHandlerCode not allowed here")
+    server.expect("/ht/index.txt", 500, r"mrubyHandlerCode not allowed here")
 
 
 # AllowOverrideList lets the directives it names into .htaccess whatever

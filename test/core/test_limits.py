@@ -78,26 +78,21 @@ def count(server):
 def test_memory_limit_gives_500_and_a_fresh_vm(server):
     before = count(server)
     assert count(server) == before + 1
-    r = server.get("/hog")
-    assert r.status == 500
-    server.wait_log(r"MRB00030: Handler script .* raised NoMemoryError")
+    server.expect("/hog", 500, r"MRB00030: Handler script .* raised NoMemoryError")
     server.wait_log(r"MRB00016: an mruby VM reached mrubyMemoryLimit \(16777216 bytes\): replacing it")
     assert count(server) == 1  # a new VM: its globals start afresh
     assert count(server) == 2
 
 
 def test_endless_recursion_is_a_clean_500(server):
-    r = server.get("/recurse")
-    assert r.status == 500
-    server.wait_log(r"MRB00030: Handler script .* raised SystemStackError")
+    server.expect("/recurse", 500, r"MRB00030: Handler script .* raised SystemStackError")
     assert server.get("/count").status == 200
 
 
 def stack_error_logged(server, path):
     """GETs path, which overflows the stack: the log line it gets."""
     before = len(server.log_lines(r"raised SystemStackError"))
-    assert server.get(path).status == 500
-    return server.wait_log(r"raised SystemStackError", count=before + 1)[-1]
+    return server.expect(path, 500, r"raised SystemStackError", count=before + 1)[1]
 
 
 def test_each_endless_recursion_is_logged_where_it_happened(server):
@@ -235,16 +230,12 @@ def test_a_script_leaves_the_collector_as_it_found_it(server):
 
 
 def test_exception_raised_in_ensure(server):
-    r = server.get("/ensure")
-    assert r.status == 500
-    server.wait_log(r"MRB00030: Handler script .* raised IndexError at .*: raised in ensure")
+    server.expect("/ensure", 500, r"MRB00030: Handler script .* raised IndexError at .*: raised in ensure")
     assert server.get("/count").status == 200
 
 
 def test_huge_string_is_a_clean_500(server):
-    r = server.get("/huge")
-    assert r.status == 500
-    server.wait_log(r"MRB00030: Handler script .* raised (ArgumentError|NoMemoryError)")
+    server.expect("/huge", 500, r"MRB00030: Handler script .* raised (ArgumentError|NoMemoryError)")
     assert server.get("/count").status == 200
 
 
@@ -400,8 +391,8 @@ def test_timeout_stops_a_runaway_script(make_httpd, mpm):
 
     # A script that rescues Exception around the loop is stopped hard, and
     # its VM replaced.
-    assert srv.get("/stubborn").status == 503
-    srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on: stopped, and its VM replaced")
+    srv.expect("/stubborn", 503, r"MRB00063: Handler script .* rescued Apache::Timeout and went on: "
+                                 r"stopped, and its VM replaced")
     r = srv.get("/quick")
     assert (r.status, r.body) == (200, b"49995000 1")
 

@@ -227,16 +227,16 @@ def test_user_not_found_lets_the_next_provider_answer(srv):
 
 
 def test_basic_exception_is_a_general_error_never_a_grant(srv):
-    r = srv.get("/basic-raise/", headers=basic("alice", "wonderland"))
-    assert r.status == 500
+    r, _ = srv.expect("/basic-raise/", 500,
+                      r"MRB00030: AuthnCheckPassword script .*raised RuntimeError .*password store down",
+                      headers=basic("alice", "wonderland"))
     assert b"hello" not in r.body
-    srv.wait_log(r"MRB00030: AuthnCheckPassword script .*raised RuntimeError .*password store down")
 
 
 def test_basic_odd_answer_is_a_general_error(srv):
-    r = srv.get("/basic-odd/", headers=basic("alice", "wonderland"))
-    assert r.status == 500
-    srv.wait_log(r"MRB00531: mrubyAuthnCheckPassword script for /basic-odd/: Apache.return\(42\)")
+    srv.expect("/basic-odd/", 500,
+               r"MRB00531: mrubyAuthnCheckPassword script for /basic-odd/: Apache.return\(42\)",
+               headers=basic("alice", "wonderland"))
 
 
 def test_basic_without_an_answer_is_denied(srv):
@@ -245,10 +245,9 @@ def test_basic_without_an_answer_is_denied(srv):
 
 
 def test_provider_without_a_script_is_an_error(srv):
-    r = srv.get("/basic-none/", headers=basic("alice", "wonderland"))
-    assert r.status == 500
-    srv.wait_log(r"MRB00530: the mruby authn provider is used for /basic-none/, "
-                 r"but no mrubyAuthnCheckPassword applies there")
+    srv.expect("/basic-none/", 500, r"MRB00530: the mruby authn provider is used for /basic-none/, "
+                                    r"but no mrubyAuthnCheckPassword applies there",
+               headers=basic("alice", "wonderland"))
 
 
 # -------------------------------------------------------------- Digest
@@ -329,16 +328,13 @@ def test_authz_provider_alias(srv):
 
 
 def test_authz_exception_is_a_general_error(srv):
-    r = srv.get("/authz-raise/")
-    assert r.status == 500
+    r, _ = srv.expect("/authz-raise/", 500,
+                      r"MRB00030: AuthzProvider script .*raised RuntimeError .*directory server down")
     assert b"must not be seen" not in r.body
-    srv.wait_log(r"MRB00030: AuthzProvider script .*raised RuntimeError .*directory server down")
 
 
 def test_authz_odd_answer_is_a_general_error(srv):
-    r = srv.get("/authz-odd/")
-    assert r.status == 500
-    srv.wait_log(r"MRB00540: authz provider answers42 .*Apache.return\(42\)")
+    srv.expect("/authz-odd/", 500, r"MRB00540: authz provider answers42 .*Apache.return\(42\)")
 
 
 def test_many_clients_each_get_their_own_answer(srv):

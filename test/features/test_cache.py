@@ -284,14 +284,12 @@ def test_virtual_hosts_see_the_main_servers_caches(server):
 
 
 def test_unknown_cache_name_is_an_argument_error(server):
-    assert server.get("/nocache").status == 500
-    server.wait_log(r"MRB00030: .* raised ArgumentError .*no cache named 'nope'")
+    server.expect("/nocache", 500, r"MRB00030: .* raised ArgumentError .*no cache named 'nope'")
 
 
 def test_value_larger_than_max_value_or_a_shmcb_subcache(server):
-    r = server.get("/c/set?cache=tiny&key=big&size=200")
-    assert r.status == 500
-    server.wait_log(r"ArgumentError .*a value of 200 bytes is larger than the cache's max-value \(100\)")
+    server.expect("/c/set?cache=tiny&key=big&size=200", 500,
+                  r"ArgumentError .*a value of 200 bytes is larger than the cache's max-value \(100\)")
     # 1 MB of shmcb has 32 subcaches of about 27 KB: a 40 KB entry has no room.
     r = server.get("/c/set?key=huge&size=40000")
     assert r.status == 503
@@ -378,8 +376,8 @@ def test_provider_down_raises_and_the_server_keeps_answering(server):
         r = server.get("/c/incr?cache=%s&key=a" % cache, timeout=10)
         assert r.status == 503 and "incr failed" in r.text
     # Not rescued: a 500 and the error in the log.
-    assert server.get("/raise").status == 500
-    server.wait_log(r"MRB00030: Handler script .* raised Apache::Cache::Error .*cache 'mcdown': set failed")
+    server.expect("/raise", 500, r"MRB00030: Handler script .* raised Apache::Cache::Error .*cache 'mcdown': "
+                                 r"set failed")
     assert server.get("/ok").text == "still answering"
     assert server.get("/c/get?key=children").status == 200
 
@@ -452,8 +450,8 @@ mrubyCache shmcb
     mrubyHandlerCode "Apache.rputs Apache::Cache.incr('n').to_s"
 </Location>
 """, modules=PROVIDER_MODULES).start()
-    assert srv.get("/stubborn", timeout=10).status == 503
-    srv.wait_log(r"MRB00063: Handler script .* rescued Apache::Timeout and went on")
+    srv.expect("/stubborn", 503, r"MRB00063: Handler script .* rescued Apache::Timeout and went on",
+               timeout=10)
     # From several clients at once: other threads and processes than the
     # one that ran the script.
     with concurrent.futures.ThreadPoolExecutor(8) as pool:

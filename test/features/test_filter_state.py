@@ -83,20 +83,15 @@ def test_input_filter_state_across_reads(srv):
 
 
 def test_state_that_is_not_plain_data_fails_the_response(srv):
-    r = srv.get("/object/a.txt")
-    assert r.status == 500
-    srv.wait_log(r"MRB00501: OutputFilter object .*Apache::Filter#ctx holds an object that is not plain data")
+    srv.expect("/object/a.txt", 500,
+               r"MRB00501: OutputFilter object .*Apache::Filter#ctx holds an object that is not plain data")
 
 
 def test_state_that_contains_itself_fails_the_response(srv):
-    r = srv.get("/cycle/a.txt")
-    assert r.status == 500
-    srv.wait_log(r"MRB00501: OutputFilter cycle .*Apache::Filter#ctx nested too deeply")
+    srv.expect("/cycle/a.txt", 500, r"MRB00501: OutputFilter cycle .*Apache::Filter#ctx nested too deeply")
 
 
 def test_state_larger_than_16_mb_fails_the_response(srv):
     """The state is copied whole after every run: it has a size limit."""
-    r = srv.get("/huge/a.txt")
-    assert r.status == 500
-    srv.wait_log(r"MRB00501: OutputFilter huge .*Apache::Filter#ctx larger than 16 MB")
+    srv.expect("/huge/a.txt", 500, r"MRB00501: OutputFilter huge .*Apache::Filter#ctx larger than 16 MB")
     assert srv.get("/keep/data.bin").body == DATA + b"|same after 4 runs"

@@ -335,12 +335,9 @@ def test_mod_mruby_head_tail_example_runs_unchanged(srv):
      r"MRB00030: OutputFilter .*Apache\.rputs cannot be used in a OutputFilter script"),
 ])
 def test_failure_before_anything_was_sent_is_an_error_page(srv, path, status, log):
-    r = srv.get(path)
-    assert r.status == status
+    r, _ = srv.expect(path, status, log)
     assert r.headers["Content-Type"].startswith("text/html")
     assert b"never shown" not in r.body and b"bad filter" not in r.body
-    if log:
-        srv.wait_log(log)
 
 
 @pytest.mark.parametrize("path, status, body", [
@@ -367,10 +364,8 @@ def test_where_filters_apply(srv, path, status, body):
 
 
 def test_mruby_filter_without_a_script_passes_and_warns(srv):
-    r = srv.get("/none/a.txt")
-    assert r.status == 200
+    r, _ = srv.expect("/none/a.txt", 200, r"MRB00510: .*/none/a\.txt.*no mrubyOutputFilter applies")
     assert r.body == b"as it is\n"
-    srv.wait_log(r"MRB00510: .*/none/a\.txt.*no mrubyOutputFilter applies")
 
 
 def test_stream_mode_small_response_keeps_its_length(srv):
@@ -540,10 +535,9 @@ def test_a_ruby_handlers_output_through_a_ruby_filter(srv):
 
 
 def test_a_failing_filter_of_a_ruby_handler_is_a_500(srv):
-    r = srv.get("/handler-fail")
-    assert r.status == 500
+    r, _ = srv.expect("/handler-fail", 500, r"MRB00030: OutputFilter script .* raised RuntimeError "
+                                            r".*filter of a Ruby handler failed")
     assert b"handler output" not in r.body
-    srv.wait_log(r"MRB00030: OutputFilter script .* raised RuntimeError .*filter of a Ruby handler failed")
     assert srv.get("/handler?2").body == b"LINE 0\nLINE 1\n"  # the thread's VM serves on
 
 

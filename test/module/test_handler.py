@@ -157,15 +157,11 @@ def test_declined_mrb_file_never_serves_its_source(server):
 
 
 def test_bogus_return_value_is_500_and_logged(server):
-    r = server.get("/bogus")
-    assert r.status == 500
-    server.wait_log(r"MRB00021: .*Apache.return\(12345\) is not a status")
+    server.expect("/bogus", 500, r"MRB00021: .*Apache.return\(12345\) is not a status")
 
 
 def test_native_handler_without_code_is_500_and_logged(server):
-    r = server.get("/empty")
-    assert r.status == 500
-    server.wait_log(r"MRB00041: SetHandler mruby-native-script but no mrubyHandler")
+    server.expect("/empty", 500, r"MRB00041: SetHandler mruby-native-script but no mrubyHandler")
 
 
 def test_first_middle_last(server):

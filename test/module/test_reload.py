@@ -94,9 +94,8 @@ def test_precompiled_bytecode_is_loaded(server, tmp_path):
 
 def test_invalid_bytecode_is_500(server):
     server.write("htdocs/junk.mrb", b"RITE0300garbage-garbage-garbage")
-    r = server.get("/junk.mrb")
-    assert r.status == 500
-    server.wait_log(r"MRB00020: .*junk\.mrb: invalid mruby bytecode: the file is 31 bytes, its header says \d+")
+    server.expect("/junk.mrb", 500,
+                  r"MRB00020: .*junk\.mrb: invalid mruby bytecode: the file is 31 bytes, its header says \d+")
 
 
 def test_scripts_starting_with_a_byte_order_mark(server):

@@ -40,9 +40,9 @@ def test_intranet_without_its_slash_from_elsewhere(srv):
 
 
 def test_intranet_from_elsewhere(srv):
-    r = srv.get("/intranet/page.txt", source="127.0.0.2")
-    assert r.status == 403
-    srv.wait_log(r"MRB00400: .*access_control\.rb:\d+: 127\.0\.0\.2 is not allowed into /intranet/")
+    srv.expect("/intranet/page.txt", 403,
+               r"MRB00400: .*access_control\.rb:\d+: 127\.0\.0\.2 is not allowed into /intranet/",
+               source="127.0.0.2")
 
 
 @pytest.mark.parametrize("client, status", [

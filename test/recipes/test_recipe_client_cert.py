@@ -81,8 +81,7 @@ def test_no_certificate_is_refused(srv):
 
 
 def test_plain_http_is_refused(srv):
-    assert srv.get("/partners/whoami").status == 403
-    srv.wait_log(r"refused \(TLS: false, verify: nil, subject: nil\)")
+    srv.expect("/partners/whoami", 403, r"refused \(TLS: false, verify: nil, subject: nil\)")
 
 
 def test_certificate_of_another_ca_fails_the_handshake(srv):

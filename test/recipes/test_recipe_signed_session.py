@@ -198,8 +198,8 @@ def test_no_key_at_all_denies(_one):
     """The file as the recipe ships it has no key: a cookie to check makes
     the request fail (500, logged), nobody gets in."""
     value = cookie("eve", int(time.time()) + 60, "a", KEY_A)
-    assert _one.get("/account/whoami", headers=with_cookie(value)).status == 500
-    _one.wait_log(r"session-keys\.txt has no key: add one \(the file says how\)")
+    _one.expect("/account/whoami", 500, r"session-keys\.txt has no key: add one \(the file says how\)",
+                headers=with_cookie(value))
 
 
 @second_server

@@ -435,8 +435,9 @@ def test_authz_provider(make_httpd, mpm):
     assert srv.ok("/admin/a.txt", headers=basic("frodo", "bar")).body == b"admin"
     assert srv.ok("/admin/only/a.txt", headers=basic("bilbo", "foo")).body == b"only"
     # httpd answers a user it refuses 401, to let another one log in
-    assert srv.get("/admin/only/a.txt", headers=basic("frodo", "bar")).status == 401
-    srv.wait_log(r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"')
+    srv.expect("/admin/only/a.txt", 401,
+               r'AH01631: user frodo: authorization failure for "/admin/only/a.txt"',
+               headers=basic("frodo", "bar"))
 
 
 def test_cache(make_httpd, mpm):
