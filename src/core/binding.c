@@ -45,6 +45,7 @@ static void (*const class_inits[])(mrb_state *) = {
     mm_ssl_init,
     mm_server_init,
     mm_scoreboard_init,
+    mm_status_init,
     mm_finfo_init,
     mm_regexp_init,
     mm_cache_init,

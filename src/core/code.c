@@ -679,12 +679,16 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, con
 
     stamp_of(&now, finfo);
     if (l && stamp_eq(&l->stamp, &now)) {
+        mm_ctr_add(vm->ctr, MM_CTR_CODE_HITS, 1);
         return l;
     }
     got = now;
     *err = NULL;
-    if (!image_lookup(vm->mrb, path, &now, p, &proc, err)) {
+    if (image_lookup(vm->mrb, path, &now, p, &proc, err)) {
+        mm_ctr_add(vm->ctr, MM_CTR_CODE_LOADS, proc != NULL);
+    } else {
         proc = compile_file(vm->mrb, s, path, p, &got, err);
+        mm_ctr_add(vm->ctr, MM_CTR_CODE_COMPILES, 1);
     }
     if (proc == NULL) {
         return NULL;
@@ -719,7 +723,9 @@ mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *
         return NULL;
     }
     l = &vm->loaded[script->id];
-    if (l->proc == NULL) {
+    if (l->proc) {
+        mm_ctr_add(vm->ctr, MM_CTR_CODE_HITS, 1);
+    } else {
         char why[MM_LOAD_WHY];
 
         proc = load(vm->mrb, script->bin, script->bin_len, 0, why, sizeof why);
@@ -728,6 +734,7 @@ mm_loaded_t *mm_code_script_proc(mm_vm_t *vm, server_rec *s, const mm_script_t *
             return NULL;
         }
         keep_loaded(vm, l, proc);
+        mm_ctr_add(vm->ctr, MM_CTR_CODE_LOADS, 1);
     }
     return l;
 }

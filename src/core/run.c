@@ -195,8 +195,8 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         if (raised) {
             int result;
 
-            run->vm->exceptions++;
-            run->vm->timeouts += timed_out != 0;
+            mm_ctr_add(run->vm->ctr, MM_CTR_EXCEPTIONS, 1);
+            mm_ctr_add(run->vm->ctr, MM_CTR_TIMEOUTS, timed_out != 0);
             mm_error_log_exception(run->vm, exc, run->r, run->s, exception_level(run, exc), run->kind->stem,
                                    run->script);
             if (run->vm->stopped) {

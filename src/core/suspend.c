@@ -333,7 +333,8 @@ apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
         z->slot = *slot;
         mrb_gc_register(run->vm->mrb, run->fiber);
         run->vm->suspended++;
-        run->vm->suspends++;
+        mm_ctr_add(run->vm->ctr, MM_CTR_SUSPENDED, 1);
+        mm_ctr_add(run->vm->ctr, MM_CTR_SUSPENDS, 1);
         c->keepalive = AP_CONN_CLOSE;
         apr_pool_cleanup_register(run->r->pool, z, sleeper_gone, apr_pool_cleanup_null);
     }
@@ -396,5 +397,6 @@ void mm_suspend_done(mm_run_t *run)
     if (run->sleeper) {
         mrb_gc_unregister(run->vm->mrb, run->fiber);
         run->vm->suspended--;
+        mm_ctr_add(run->vm->ctr, MM_CTR_SUSPENDED, -1);
     }
 }

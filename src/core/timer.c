@@ -48,7 +48,6 @@ static struct {
     mm_timer_scripts_fn *scripts;
     mm_timer_t timers[MM_TIMER_MAX];
     mrb_int next_id;
-    apr_uint64_t runs, failures; /* written by the timer thread only */
     /* Singleton timers run in the child that holds the server's timer lock
      * (an flock of the file below, in DefaultRuntimeDir), which it takes
      * at the first singleton timer due and keeps until it exits; the
@@ -59,12 +58,6 @@ static struct {
 } tm;
 
 #define MM_TIMER_LOCK_FILE "mruby-timers.lock"
-
-void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures)
-{
-    *runs = __atomic_load_n(&tm.runs, __ATOMIC_RELAXED);
-    *failures = __atomic_load_n(&tm.failures, __ATOMIC_RELAXED);
-}
 
 mrb_int mm_timer_add(mrb_state *mrb, mrb_value block, apr_interval_time_t interval, int repeat, int singleton,
                      const char *where)
@@ -159,12 +152,10 @@ static void fire(mm_vm_t *vm, mm_timer_t *t, apr_interval_time_t timeout)
     if (!repeat) { /* once: gone before it runs (its block may reuse the slot) */
         t->id = 0;
     }
-    exceptions = vm->exceptions;
+    exceptions = vm->ctr[MM_CTR_EXCEPTIONS];
     mm_run_block(vm, tm.s, mm_timer_kind, name, block, timeout);
-    __atomic_store_n(&tm.runs, tm.runs + 1, __ATOMIC_RELAXED);
-    if (vm->exceptions != exceptions) {
-        __atomic_store_n(&tm.failures, tm.failures + 1, __ATOMIC_RELAXED);
-    }
+    mm_ctr_add(vm->ctr, MM_CTR_TIMER_RUNS, 1);
+    mm_ctr_add(vm->ctr, MM_CTR_TIMER_FAILURES, vm->ctr[MM_CTR_EXCEPTIONS] != exceptions);
     if (!repeat) {
         mrb_gc_unregister(vm->mrb, block);
     } else if (t->id == id) { /* not cancelled by its own block */
@@ -229,7 +220,6 @@ void mm_timer_child_init(apr_pool_t *pchild, server_rec *s, mm_timer_scripts_fn 
     tm.leader = 0;
     memset(tm.timers, 0, sizeof tm.timers);
     tm.next_id = 0;
-    tm.runs = tm.failures = 0;
     tm.s = s;
     tm.scripts = scripts;
     if ((rv = mm_thread_start(&tm.t, timer_main, 0)) != 0) {

@@ -32,10 +32,6 @@ void mm_timer_stop(void);
 /* The kind of run of timer scripts and blocks (phase.c's Timers row). */
 extern const mm_phase_t *mm_timer_kind;
 
-/* The child's timer calls so far, and those that ended in an exception
- * (written by the timer thread only; server-status reads them). */
-void mm_timer_counts(apr_uint64_t *runs, apr_uint64_t *failures);
-
 /* Apache::Timer.every / .after: adds a timer calling block (of the timer
  * thread's VM) after interval, again every interval when repeat. Returns
  * its id (> 0), or 0 when MM_TIMER_MAX timers exist. Timer thread only. */

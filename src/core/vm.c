@@ -43,7 +43,6 @@ int mm_vm_async; /* see vm.h; set in child_init */
 static apr_threadkey_t *vm_key;           /* child: the calling thread's mm_vm_t */
 static apr_thread_mutex_t *registry_lock; /* child: guards registry */
 static mm_vm_t *registry;                 /* child: the live VMs of this process */
-static mm_vm_stats_t closed;              /* child: the counts of the VMs it closed (under registry_lock) */
 
 static void registry_add(mm_vm_t *vm)
 {
@@ -55,7 +54,7 @@ static void registry_add(mm_vm_t *vm)
     }
     registry = vm;
     vm->registered = 1;
-    closed.vms_created++;
+    vm->ctr = mm_counters_vm_open(vm->own_ctr);
     apr_thread_mutex_unlock(registry_lock);
 }
 
@@ -63,11 +62,10 @@ static void registry_add(mm_vm_t *vm)
 static void registry_remove(mm_vm_t *vm)
 {
     if (vm->registered) {
+        /* its counts stay in the block, for the next VM to go on from */
         vm->registered = 0;
-        closed.runs += vm->runs;
-        closed.exceptions += vm->exceptions;
-        closed.timeouts += vm->timeouts;
-        closed.suspends += vm->suspends;
+        mm_counters_vm_close(vm->ctr);
+        vm->ctr = vm->own_ctr;
     }
     if (vm->prev) {
         vm->prev->next = vm->next;
@@ -78,27 +76,6 @@ static void registry_remove(mm_vm_t *vm)
         vm->next->prev = vm->prev;
     }
     vm->next = vm->prev = NULL;
-}
-
-void mm_vm_stats(mm_vm_stats_t *out)
-{
-    mm_vm_t *vm;
-
-    memset(out, 0, sizeof *out);
-    if (registry_lock == NULL) {
-        return;
-    }
-    apr_thread_mutex_lock(registry_lock);
-    *out = closed;
-    for (vm = registry; vm; vm = vm->next) {
-        out->vms_alive++;
-        out->runs += vm->runs;
-        out->exceptions += vm->exceptions;
-        out->timeouts += vm->timeouts;
-        out->suspends += vm->suspends;
-        out->suspended += (apr_uint64_t)vm->suspended;
-    }
-    apr_thread_mutex_unlock(registry_lock);
 }
 
 void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx)
@@ -407,6 +384,7 @@ mm_vm_t *mm_vm_create(server_rec *s)
                      MM_LOGNO(00011) "cannot create an mruby VM: out of memory");
         return NULL;
     }
+    vm->ctr = vm->own_ctr;
     vm->mem_limit = mm_settings.memory_limit;
     mrb = mrb_open_allocf(vm->mem_limit ? limited_allocf : counting_allocf, vm);
     if (mrb == NULL) {
@@ -465,6 +443,7 @@ void mm_vm_close(mm_vm_t *vm)
 void mm_vm_ran(mm_vm_t *vm, server_rec *s)
 {
     vm->runs++;
+    mm_ctr_add(vm->ctr, MM_CTR_RUNS, 1);
     if (vm->retire) {
         return;
     }
@@ -600,7 +579,6 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     struct rlimit nofile;
 
     registry = NULL;
-    memset(&closed, 0, sizeof closed);
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
         nofile.rlim_cur / 2 < (rlim_t)MRB_INT_MAX) {
         fd_crowded = (mrb_int)(nofile.rlim_cur / 2);

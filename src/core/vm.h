@@ -12,6 +12,8 @@
 
 #include <mruby.h>
 
+#include "counters.h"
+
 struct mm_run;
 struct mm_loaded;
 
@@ -60,14 +62,12 @@ struct mm_vm {
     apr_size_t big_bytes; /* big blocks allocated since the last full GC (vm.c) */
     int io_made;          /* IO objects made since the last full GC (vm.c) */
     apr_uint64_t runs;    /* outermost runs so far */
-    /* The VM's share of the child's counters (mm_vm_stats): each written by
-     * the thread running the VM only, with plain increments, and read
-     * without a lock when server-status asks (a late count at worst). */
-    apr_uint64_t exceptions; /* runs that ended in an uncaught exception */
-    apr_uint64_t timeouts;   /* runs mrubyTimeout stopped */
-    apr_uint64_t suspends;   /* times a request's script went to sleep (Apache::Async.sleep) */
-    int registered;          /* in the child's registry of live VMs */
-    int retire;              /* replace this VM before its next request */
+    /* The VM's counters (counters.h): a block of the server's shared ones
+     * while the VM is in the registry, else own_ctr. */
+    apr_uint64_t *ctr;
+    apr_uint64_t own_ctr[MM_CTR_COUNT];
+    int registered; /* in the child's registry of live VMs */
+    int retire;     /* replace this VM before its next request */
     /* mrubyTimeout (timeout.c). deadline and passed are read and written
      * with atomic operations (and latest): the child's watchdog thread
      * reads deadline and latest, and writes passed. */
@@ -111,22 +111,6 @@ mrb_value mm_vm_data_string(mrb_state *mrb, mrb_int len);
 /* Calls fn for each live VM of the child, under the registry's lock (so
  * none is closed meanwhile): fn must not create or close a VM. */
 void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx);
-
-/* The child's counters: its live VMs' plus those of the VMs it closed. */
-typedef struct {
-    apr_uint64_t vms_created;    /* VMs made for worker threads (not the ChildExit one) */
-    apr_uint64_t vms_alive;      /* of these, not closed yet */
-    apr_uint64_t runs;           /* outermost script runs */
-    apr_uint64_t exceptions;     /* runs that ended in an uncaught exception */
-    apr_uint64_t timeouts;       /* runs stopped by mrubyTimeout */
-    apr_uint64_t suspends;       /* scripts that went to sleep, in all */
-    apr_uint64_t suspended;      /* requests asleep now */
-    apr_uint64_t timer_runs;     /* timer blocks called (timer.c fills these two) */
-    apr_uint64_t timer_failures; /* of which ended by an exception */
-} mm_vm_stats_t;
-
-/* Fills out with the child's counters (takes the registry's lock). */
-void mm_vm_stats(mm_vm_stats_t *out);
 
 /* A VM for the parent process (configuration phases). */
 mm_vm_t *mm_vm_create(server_rec *s);

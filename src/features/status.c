@@ -1,73 +1,96 @@
 /* status.c: the module's counters on mod_status's page (server-status) and
  * in its machine-readable form (server-status?auto), through mod_status's
- * optional status_hook. The numbers are the answering child's own
- * (mm_vm_stats): per process, like the VMs they count. */
+ * optional status_hook. The numbers are the server's (counters.c): every
+ * child's, and those of the children that exited, since httpd started. */
 
 #include "httpd.h"
 #include "http_protocol.h"
 #include "mod_status.h"
+#include "apr_lib.h"
+#include "apr_strings.h"
 
 #include <stddef.h>
-#include <unistd.h>
 
+#include "counters.h"
 #include "status.h"
-#include "timer.h"
-#include "vm.h"
 
-/* One row per counter: its ?auto key and its label on the page. */
+/* The rows of the page and of ?auto besides the counters of counters.h. */
 typedef struct {
     const char *key;
     const char *label;
-    size_t offset; /* in mm_vm_stats_t */
+    size_t offset; /* in mm_counters_t */
 } mm_status_row_t;
 
-#define MM_ROW(field, key, label)                                                                            \
-    {                                                                                                        \
-        key, label, offsetof(mm_vm_stats_t, field)                                                           \
-    }
-static const mm_status_row_t rows[] = {
-    MM_ROW(vms_alive, "MrubyVMs", "VMs alive"),
-    MM_ROW(vms_created, "MrubyVMsCreated", "VMs created"),
-    MM_ROW(runs, "MrubyRuns", "script runs"),
-    MM_ROW(exceptions, "MrubyExceptions", "runs ended by an exception"),
-    MM_ROW(timeouts, "MrubyTimeouts", "runs stopped by mrubyTimeout"),
-    MM_ROW(suspended, "MrubySuspended", "requests asleep now"),
-    MM_ROW(suspends, "MrubySuspends", "requests put to sleep, in all"),
-    MM_ROW(timer_runs, "MrubyTimerRuns", "timer blocks called"),
-    MM_ROW(timer_failures, "MrubyTimerFailures", "timer blocks ended by an exception"),
+static const mm_status_row_t totals[] = {
+    {"MrubyChildren", "children", offsetof(mm_counters_t, children)},
+    {"MrubyVMs", "VMs alive", offsetof(mm_counters_t, vms_alive)},
+    {"MrubyVMsCreated", "VMs created", offsetof(mm_counters_t, vms_created)},
 };
-#undef MM_ROW
+
+/* A counter's ?auto key: "Mruby" and its name in CamelCase (code_hits:
+ * MrubyCodeHits). */
+static const char *auto_key(apr_pool_t *p, const char *name)
+{
+    char *key = apr_pstrcat(p, "Mruby", name, NULL), *out = key + 5;
+    const char *in = name;
+    int up = 1;
+
+    for (; *in; in++) {
+        if (*in == '_') {
+            up = 1;
+            continue;
+        }
+        *out++ = up ? apr_toupper(*in) : *in;
+        up = 0;
+    }
+    *out = '\0';
+    return key;
+}
+
+/* Row i of the page: the totals first, then the counters. */
+#define MM_ROWS (sizeof totals / sizeof totals[0] + MM_CTR_COUNT)
+
+static void row(request_rec *r, const mm_counters_t *c, size_t i, const char **key, const char **label,
+                apr_uint64_t *value)
+{
+    size_t n = sizeof totals / sizeof totals[0];
+
+    if (i < n) {
+        *key = totals[i].key;
+        *label = totals[i].label;
+        *value = *(const apr_uint64_t *)((const char *)c + totals[i].offset);
+    } else {
+        *key = auto_key(r->pool, mm_counter_name((int)(i - n)));
+        *label = mm_counter_label((int)(i - n));
+        *value = c->v[i - n];
+    }
+}
 
 static int status_hook(request_rec *r, int flags)
 {
-    mm_vm_stats_t st;
+    mm_counters_t c;
+    const char *key, *label;
+    apr_uint64_t value;
     size_t i;
 
-    mm_vm_stats(&st);
-    mm_timer_counts(&st.timer_runs, &st.timer_failures);
+    mm_counters_server(&c);
     if (flags & AP_STATUS_SHORT) {
-        for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-            ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", rows[i].key,
-                       *(const apr_uint64_t *)((const char *)&st + rows[i].offset));
+        for (i = 0; i < MM_ROWS; i++) {
+            row(r, &c, i, &key, &label, &value);
+            ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", key, value);
         }
         return OK;
     }
-    ap_rprintf(r, "<hr />\n<h2>mod_mruby (process %" APR_PID_T_FMT ")</h2>\n", getpid());
-    if (flags & AP_STATUS_NOTABLE) {
-        ap_rputs("<dl>\n", r);
-        for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-            ap_rprintf(r, "<dt>%s: %" APR_UINT64_T_FMT "</dt>\n", rows[i].label,
-                       *(const apr_uint64_t *)((const char *)&st + rows[i].offset));
-        }
-        ap_rputs("</dl>\n", r);
-        return OK;
+    ap_rputs("<hr />\n<h2>mod_mruby (all children, since httpd started)</h2>\n", r);
+    ap_rputs((flags & AP_STATUS_NOTABLE) ? "<dl>\n" : "<table border=\"0\">\n", r);
+    for (i = 0; i < MM_ROWS; i++) {
+        row(r, &c, i, &key, &label, &value);
+        ap_rprintf(r,
+                   (flags & AP_STATUS_NOTABLE) ? "<dt>%s: %" APR_UINT64_T_FMT "</dt>\n"
+                                               : "<tr><td>%s</td><td>%" APR_UINT64_T_FMT "</td></tr>\n",
+                   label, value);
     }
-    ap_rputs("<table border=\"0\">\n", r);
-    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        ap_rprintf(r, "<tr><td>%s</td><td>%" APR_UINT64_T_FMT "</td></tr>\n", rows[i].label,
-                   *(const apr_uint64_t *)((const char *)&st + rows[i].offset));
-    }
-    ap_rputs("</table>\n", r);
+    ap_rputs((flags & AP_STATUS_NOTABLE) ? "</dl>\n" : "</table>\n", r);
     return OK;
 }
 

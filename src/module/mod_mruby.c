@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "code.h"
 #include "config.h"
+#include "counters.h"
 #include "mod_mruby.h"
 #include "phase.h"
 #include "slots.h"
@@ -38,6 +39,7 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
     int rv;
 
     mm_code_post_config();
+    mm_counters_post_config(pconf, s);
     /* In every configuration pass: the banner is rebuilt with pconf. */
     if (mm_settings.server_token) {
         ap_add_version_component(pconf, MM_MODULE_NAME "/" MM_MODULE_VERSION);
@@ -63,6 +65,8 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
 
 static void mm_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    /* First: its cleanup then runs last, when no VM counts any more. */
+    mm_counters_child_init(pchild, s);
     mm_vm_child_init(pchild, s);
     mm_timeout_child_init(pchild, s);
     mm_suspend_child_init(pchild, s);

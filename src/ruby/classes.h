@@ -20,6 +20,7 @@ void mm_connection_init(mrb_state *mrb); /* rb_connection.c: Apache::Connection 
 void mm_ssl_init(mrb_state *mrb);        /* rb_ssl.c: Request#ssl?, #ssl_var, Connection#ssl? */
 void mm_server_init(mrb_state *mrb);     /* rb_server.c: Apache::Server */
 void mm_scoreboard_init(mrb_state *mrb); /* rb_scoreboard.c: Apache::Scoreboard */
+void mm_status_init(mrb_state *mrb);     /* rb_status.c: Apache::Status.counters */
 void mm_finfo_init(mrb_state *mrb);      /* rb_finfo.c: Apache::Finfo */
 void mm_regexp_init(mrb_state *mrb);     /* rb_regexp.c: Regexp (PCRE, for old scripts) */
 void mm_cache_init(mrb_state *mrb);      /* rb_cache.c: Apache::Cache */

@@ -143,6 +143,8 @@ static void op_end(mrb_state *mrb, mm_op_t *op, apr_status_t rv)
         why = mm_cache_strerror(op->c, rv, buf, sizeof buf);
     }
     apr_pool_destroy(op->p);
+    mm_ctr_add(mm_vm_of(mrb)->ctr, MM_CTR_CACHE_OPS, 1);
+    mm_ctr_add(mm_vm_of(mrb)->ctr, MM_CTR_CACHE_ERRORS, why != NULL);
     if (why == NULL) {
         return;
     }
