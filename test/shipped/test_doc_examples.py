@@ -516,6 +516,16 @@ def test_async_sleep(make_httpd, mpm):
         assert r.headers["Connection"] == "close"
 
 
+def test_status_counters(make_httpd, mpm):
+    """The example of Apache::Status: the server's runs before this one."""
+    script = api_example("Apache::Status", "ruby", count=1)
+    srv = handler_server(make_httpd, mpm, "doc-status", script)
+    first = srv.ok("/x").text
+    assert re.fullmatch(r"(\d+) runs, 0 exceptions in (\d+) children\n", first), first
+    second = srv.ok("/x").text
+    assert int(second.split()[0]) == int(first.split()[0]) + 1
+
+
 def test_tls_facts(make_httpd, mpm):
     """The example of TLS facts, as an AccessChecker before a handler that
     says who the user is: alice's verified certificate makes her the user;
