@@ -64,7 +64,7 @@ mrb_value mm_fiber_run_in(mrb_state *mrb, void *unused)
      * running something else. Nothing can be run in such a fiber, nor in
      * the fibers of the VM's later runs: it is replaced. */
     if (!mm_mi_fiber_made_for(run->fiber, block)) {
-        run->vm->retire = 1;
+        run->vm->retire = MM_RETIRE_FIBER;
         mrb_raise(mrb, E_RUNTIME_ERROR,
                   "Fiber#initialize was redefined: a script that may sleep cannot run in a fiber of this VM, "
                   "which is replaced");

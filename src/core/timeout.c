@@ -132,7 +132,7 @@ static void timeout_hook(mrb_state *mrb, const struct mrb_irep *irep, const mrb_
         mrb_value stop = mrb_exc_new_lit(mrb, timeout, "the script ignored Apache::Timeout: stopped");
 
         vm->stopped = 1;
-        vm->retire = 1;
+        vm->retire = MM_RETIRE_STOPPED;
         mm_mi_throw(mrb, vm->run->escape, stop);
     }
     mrb_raise(mrb, timeout, "the script ran longer than mrubyTimeout allows");

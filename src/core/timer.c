@@ -3,7 +3,9 @@
  * .after, whose blocks live in that VM), then sleeps until the next timer
  * is due and calls its block, until the child stops. One thread and one VM
  * per child: blocks never run at the same time as each other, and never in
- * a VM that serves requests. */
+ * a VM that serves requests. A block's run that leaves the VM to be
+ * replaced (stopped hard, a limit of the VM's) has it replaced there: the
+ * timers go with the old VM, and the scripts run again in the new one. */
 
 #include "apr_strings.h"
 #include "httpd.h"
@@ -168,18 +170,104 @@ static void fire(mm_vm_t *vm, mm_timer_t *t, apr_interval_time_t timeout)
     }
 }
 
+/* Runs the mrubyTimers scripts in vm, which set the timers; 0 when they
+ * could not run. */
+static int set_timers(mm_vm_t *vm)
+{
+    apr_pool_t *p;
+
+    if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+        return 0;
+    }
+    tm.scripts(vm, tm.s, p);
+    apr_pool_destroy(p);
+    return 1;
+}
+
+/* Whether the thread was told to stop (mm_timer_stop). */
+static int stopping(void)
+{
+    int stop;
+
+    pthread_mutex_lock(&tm.t.lock);
+    stop = tm.t.stop;
+    pthread_mutex_unlock(&tm.t.lock);
+    return stop;
+}
+
+/* Why the VM was retired, in the words of the log line. */
+static const char *retire_reason(mm_retire_e why)
+{
+    switch (why) {
+    case MM_RETIRE_STOPPED:
+        return "a block rescued Apache::Timeout and was stopped hard, its ensure clauses skipped";
+    case MM_RETIRE_MEMORY:
+        return "it reached mrubyMemoryLimit";
+    case MM_RETIRE_RUNS:
+        return "it ran mrubyMaxRequestsPerVM scripts";
+    case MM_RETIRE_FIBER:
+        return "Fiber#initialize was redefined";
+    default:
+        return "it was retired";
+    }
+}
+
+/* The block just run left old, the thread's VM, to be replaced. A hard
+ * stop unwound mruby's stack without its ensure clauses: what they would
+ * have put back (a lock, state half updated) is left as it was, so the VM
+ * is not run again. The timers' blocks live in it and go with it; the
+ * scripts run again in the new VM and set the timers afresh, as at the
+ * child's start. Not once the thread is told to stop: no script runs after
+ * that, as no block does. Returns the thread's VM, NULL when no new one
+ * could be made (the thread ends). */
+static mm_vm_t *renew(mm_vm_t *old)
+{
+    mm_retire_e why = old->retire;
+    mm_vm_t *vm;
+    int i, dropped = 0;
+
+    if (stopping()) {
+        return old; /* the thread's exit closes it */
+    }
+    /* Closes old and makes the new VM, which may be given old's address:
+     * only its mark tells them apart. */
+    vm = mm_vm_for_thread(tm.s);
+    if (vm && vm->retire) {
+        return vm; /* old, kept: a run is in progress in it (not expected here) */
+    }
+    for (i = 0; i < MM_TIMER_MAX; i++) {
+        dropped += tm.timers[i].id != 0;
+        tm.timers[i].id = 0; /* its block was freed with old */
+        tm.timers[i].block = mrb_nil_value();
+    }
+    if (vm == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, tm.s,
+                     MM_LOGNO(00654) "the timers' VM was retired (%s) and no new one could be made: "
+                                     "this child runs no timer any more",
+                     retire_reason(why));
+        return NULL;
+    }
+    /* mrubyMaxRequestsPerVM replaces VMs as a matter of course: not a
+     * warning. */
+    ap_log_error(APLOG_MARK, why == MM_RETIRE_RUNS ? APLOG_INFO : APLOG_WARNING, 0, tm.s,
+                 MM_LOGNO(00653) "the timers' VM was replaced (%s): the mrubyTimers scripts run again "
+                                 "in the new one (timers of the old one dropped: %d)",
+                 retire_reason(why), dropped);
+    if (!stopping()) {
+        set_timers(vm);
+    }
+    return vm;
+}
+
 static void *timer_main(void *unused)
 {
     mm_vm_t *vm = mm_vm_for_thread(tm.s);
     const mm_dir_conf_t *dc = ap_get_module_config(tm.s->lookup_defaults, &mruby_module);
     apr_interval_time_t timeout = dc->timeout > 0 ? dc->timeout : 0;
-    apr_pool_t *p;
 
-    if (vm == NULL || apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS) {
+    if (vm == NULL || !set_timers(vm)) {
         return NULL; /* logged where it failed */
     }
-    tm.scripts(vm, tm.s, p);
-    apr_pool_destroy(p);
     pthread_mutex_lock(&tm.t.lock);
     while (!tm.t.stop) {
         mm_timer_t *t = earliest();
@@ -189,6 +277,9 @@ static void *timer_main(void *unused)
         } else {
             pthread_mutex_unlock(&tm.t.lock);
             fire(vm, t, timeout);
+            if (vm->retire && (vm = renew(vm)) == NULL) {
+                return NULL;
+            }
             pthread_mutex_lock(&tm.t.lock);
         }
     }

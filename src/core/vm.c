@@ -452,11 +452,11 @@ void mm_vm_ran(mm_vm_t *vm, server_rec *s)
                      MM_LOGNO(00016) "an mruby VM reached mrubyMemoryLimit (%" APR_SIZE_T_FMT
                                      " bytes): replacing it",
                      vm->mem_limit);
-        vm->retire = 1;
+        vm->retire = MM_RETIRE_MEMORY;
     } else if (mm_settings.max_requests && vm->runs >= mm_settings.max_requests) {
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
                      MM_LOGNO(00017) "an mruby VM served %" APR_UINT64_T_FMT " runs: replacing it", vm->runs);
-        vm->retire = 1;
+        vm->retire = MM_RETIRE_RUNS;
     }
 }
 

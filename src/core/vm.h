@@ -19,6 +19,16 @@ struct mm_loaded;
 
 typedef struct mm_vm mm_vm_t;
 
+/* Why a VM is to be replaced (its retire field; 0: it is not). The timer
+ * thread, which replaces its VM itself, logs it (timer.c). */
+typedef enum {
+    MM_RETIRE_NO = 0,
+    MM_RETIRE_STOPPED, /* a script was stopped hard (mrubyTimeout): mruby's state was cut short */
+    MM_RETIRE_MEMORY,  /* mrubyMemoryLimit refused an allocation */
+    MM_RETIRE_RUNS,    /* it ran mrubyMaxRequestsPerVM scripts */
+    MM_RETIRE_FIBER    /* Fiber#initialize was redefined: no script may sleep in it */
+} mm_retire_e;
+
 /* Owned by the thread that created it; freed by mm_vm_close (or, when the
  * thread exits while scripts of this VM sleep, by the run that finishes the
  * last of them). mrb->ud points back to this struct, which is how C methods
@@ -66,8 +76,8 @@ struct mm_vm {
      * while the VM is in the registry, else own_ctr. */
     apr_uint64_t *ctr;
     apr_uint64_t own_ctr[MM_CTR_COUNT];
-    int registered; /* in the child's registry of live VMs */
-    int retire;     /* replace this VM before its next request */
+    int registered;     /* in the child's registry of live VMs */
+    mm_retire_e retire; /* replace this VM before its next run (not 0: why) */
     /* mrubyTimeout (timeout.c). deadline and passed are read and written
      * with atomic operations (and latest): the child's watchdog thread
      * reads deadline and latest, and writes passed. */

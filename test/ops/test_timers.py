@@ -145,6 +145,114 @@ def test_mruby_timeout_stops_a_block(make_httpd, mpm):
     assert srv.ok("/hello")  # requests are served meanwhile
 
 
+# Each call: "pid n" on a line of out/count, n counting the calls in the
+# VM's globals.
+COUNT = r"$n = ($n || 0) + 1; File.open('{root}/out/count', 'a') { |f| f.write \"#{Process.pid} #{$n}\n\" }"
+# A block that rescues Apache::Timeout and goes on: stopped hard.
+STUBBORN = "loop { begin; loop { }; rescue Exception; end }"
+REPLACED = (r"MRB00653: the timers' VM was replaced \(a block rescued Apache::Timeout and was stopped hard, "
+            r"its ensure clauses skipped\): the mrubyTimers scripts run again in the new one")
+
+
+def counts(srv, timeout, until):
+    """The n of out/count's lines once until(ns) holds (within timeout s)."""
+    deadline = time.time() + timeout
+    while True:
+        ns = [int(n) for _, n in ticks(srv, "count")]
+        if until(ns) or time.time() > deadline:
+            return ns
+        time.sleep(0.05)
+
+
+def test_a_hard_stop_replaces_the_timers_vm(make_httpd, mpm):
+    """A block stopped hard skipped its ensure clauses: the timer thread's
+    VM is replaced, the timers go with it, and the mrubyTimers scripts run
+    again in the new VM, which sets them afresh. The runs and failures of
+    server-status count on across VMs."""
+    body = "mrubyTimeout 200\n" + BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.every(0.2) { %s }; Apache::Timer.after(1) { %s }"' % (COUNT, STUBBORN))
+    body = "LoadModule status_module /usr/lib/apache2/modules/mod_status.so\n" + body + (
+        "<Location /server-status>\n    SetHandler server-status\n</Location>\n")
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00063: Timers script timer after 1000 ms \(.*httpd\.conf:\d+\) rescued Apache::Timeout and "
+                 r"went on: stopped, and its VM replaced", timeout=10)
+    line = srv.wait_log(REPLACED + r" \(timers of the old one dropped: 1\)", timeout=5)
+    assert "[mruby:warn]" in line[0], line
+    # the old VM counted 1, 2, 3, 4...; the new one, its globals new,
+    # counts from 1 again
+    ns = counts(srv, 10, lambda ns: 1 in ns[1:] and len(ns) - ns.index(1, 1) >= 3)
+    old = ns.index(1, 1) if 1 in ns[1:] else len(ns)
+    assert old >= 3 and ns[:old] == list(range(1, old + 1)), ns
+    assert ns[old:old + 3] == [1, 2, 3], ns
+    assert {p for p, _ in ticks(srv, "count")} == {int(srv.ok("/hello").text)}  # the one child's timer thread
+    # the scripts set the after(1) timer again: it is stopped hard again,
+    # and its VM replaced again (one second and a half later)
+    srv.wait_log(REPLACED, timeout=10, count=2)
+    lines = ticks(srv, "count")
+    auto = srv.ok("/server-status?auto").text
+    runs = int(re.search(r"\nMrubyTimerRuns: (\d+)\n", auto).group(1))
+    failures = int(re.search(r"\nMrubyTimerFailures: (\d+)\n", auto).group(1))
+    # each hard stop is a failure; each line of out/count a run (the block
+    # that wrote the last may not be counted yet)
+    assert failures >= 2 and runs >= len(lines) - 1 + failures, (auto, lines)
+
+
+def test_no_replacement_once_the_child_stops(make_httpd, mpm):
+    """A block stopped hard while its child exits: the thread ends with
+    it, its VM is not replaced and the scripts do not run again."""
+    # the scripts' runs on lines of out/runs; the block marks its start
+    run = r"File.open('{root}/out/runs', 'a') { |f| f.write \"#{Process.pid} 1\n\" }"
+    began = r"File.open('{root}/out/began', 'w') { }"
+    body = "mrubyTimeout 1000\n" + BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "%s; Apache::Timer.after(0.3) { %s; %s }"' % (run, began, STUBBORN))
+    srv = start(make_httpd, mpm, body)
+    deadline = time.time() + 10
+    while not os.path.exists(srv.path("out/began")) and time.time() < deadline:
+        time.sleep(0.02)
+    assert os.path.exists(srv.path("out/began"))
+    srv.stop()  # two seconds before the hard stop; the child's exit waits for it
+    assert srv.log_lines(r"MRB00063: Timers script timer after 300 ms .* rescued Apache::Timeout")
+    assert not srv.log_lines(r"MRB0065[34]")
+    assert len(ticks(srv, "runs")) == 1
+
+
+def test_memory_limit_replaces_the_timers_vm(make_httpd, mpm):
+    """mrubyMemoryLimit applies to the timer thread's VM too: one that
+    reached it is replaced like one stopped hard."""
+    body = "mrubyMemoryLimit 16M\n" + BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.every(0.2) { %s }; '
+        'Apache::Timer.after(1) { $a = []; loop { $a << (%%q(x) * 1_000_000) } }"' % COUNT)
+    srv = start(make_httpd, mpm, body)
+    srv.wait_log(r"MRB00031: Timers script timer after 1000 ms .* raised NoMemoryError", timeout=10)
+    srv.wait_log(r"MRB00016: an mruby VM reached mrubyMemoryLimit \(16777216 bytes\): replacing it", timeout=5)
+    line = srv.wait_log(r"MRB00653: the timers' VM was replaced \(it reached mrubyMemoryLimit\): the mrubyTimers "
+                        r"scripts run again in the new one \(timers of the old one dropped: 1\)", timeout=5)
+    assert "[mruby:warn]" in line[0], line
+    ns = counts(srv, 10, lambda ns: 1 in ns[1:] and len(ns) - ns.index(1, 1) >= 3)
+    old = ns.index(1, 1) if 1 in ns[1:] else len(ns)
+    assert old >= 3 and ns[:old] == list(range(1, old + 1)) and ns[old:old + 3] == [1, 2, 3], ns
+
+
+def test_max_requests_per_vm_replaces_the_timers_vm(make_httpd, mpm):
+    """mrubyMaxRequestsPerVM counts the runs of the timer thread's VM too
+    (the scripts' and the blocks'): it is replaced as often, logged at
+    info, not as a warning."""
+    body = "mrubyMaxRequestsPerVM 5\n" + BODY.replace(
+        'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
+        'mrubyTimersCode "Apache::Timer.every(0.1) { %s }"' % COUNT)
+    srv = start(make_httpd, mpm, body, log_level="info")
+    lines = srv.wait_log(r"MRB00653: the timers' VM was replaced \(it ran mrubyMaxRequestsPerVM scripts\): the "
+                         r"mrubyTimers scripts run again in the new one \(timers of the old one dropped: 1\)",
+                         timeout=10, count=2)
+    assert all("[mruby:info]" in line for line in lines), lines
+    # each VM: its script's run, then four blocks
+    ns = counts(srv, 10, lambda ns: len(ns) >= 8)
+    assert ns[:8] == [1, 2, 3, 4, 1, 2, 3, 4], ns
+
+
 def test_cancel(make_httpd, mpm):
     body = BODY.replace(
         'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
