@@ -150,26 +150,34 @@ static int alive(pid_t pid)
     return pid > 0 && (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH);
 }
 
+/* A row's blocks free, and none asleep: what a child leaves, or what the
+ * next one finds of a child that died without leaving it so. */
+static void clear_gauges(mm_row_t *row)
+{
+    int i;
+
+    for (i = 0; i < table->blocks_per_row; i++) {
+        __atomic_store_n(&block_at(row, i)->v[MM_CTR_SUSPENDED], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&block_at(row, i)->in_use, 0, __ATOMIC_RELAXED);
+    }
+}
+
 static apr_status_t give_back(void *unused)
 {
     mm_row_t *row = my_row;
-    int i;
 
     if (row == NULL) {
         return APR_SUCCESS;
     }
     my_row = NULL;
-    for (i = 0; i < table->blocks_per_row; i++) {
-        __atomic_store_n(&block_at(row, i)->v[MM_CTR_SUSPENDED], 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&block_at(row, i)->in_use, 0, __ATOMIC_RELAXED);
-    }
+    clear_gauges(row);
     __atomic_store_n(&row->pid, 0, __ATOMIC_RELEASE);
     return APR_SUCCESS;
 }
 
 void mm_counters_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    int i, j;
+    int i;
 
     my_row = NULL;
     warned = 0;
@@ -184,10 +192,7 @@ void mm_counters_child_init(apr_pool_t *pchild, server_rec *s)
             /* -1 while it is made ready: the gauges of the child that died
              * with it are not counted meanwhile */
             if (__atomic_compare_exchange_n(&row->pid, &pid, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-                for (j = 0; j < table->blocks_per_row; j++) {
-                    __atomic_store_n(&block_at(row, j)->v[MM_CTR_SUSPENDED], 0, __ATOMIC_RELAXED);
-                    __atomic_store_n(&block_at(row, j)->in_use, 0, __ATOMIC_RELAXED);
-                }
+                clear_gauges(row);
                 __atomic_store_n(&row->pid, getpid(), __ATOMIC_RELEASE);
                 my_row = row;
             }
