@@ -5,6 +5,7 @@ phase listed together in a section all run."""
 
 import json
 import os
+import re
 import urllib.parse
 
 import pytest
@@ -48,10 +49,16 @@ def test_each_recipe_does_its_job(srv):
                     headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert r.status == 201
     assert srv.get(r.headers["Location"]).headers["Location"] == "https://example.com/"
+    r = srv.get("/metrics")
+    assert r.status == 200 and r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    # the other recipes' scripts ran, and used their caches
+    assert re.search(r"^mod_mruby_runs_total [1-9]", r.text, re.M)
+    assert re.search(r"^mod_mruby_cache_ops_total [1-9]", r.text, re.M)
+    assert srv.get("/metrics", source=OUTSIDER).status == 403
 
 
 def test_security_headers_on_everything(srv):
-    for path in ("/", "/api/status", "/reports/x", "/app/x", "/shop/", "/links", "/nothing"):
+    for path in ("/", "/api/status", "/reports/x", "/app/x", "/shop/", "/links", "/metrics", "/nothing"):
         assert srv.get(path).headers.get_all("X-Content-Type-Options") == ["nosniff"], path
 
 
