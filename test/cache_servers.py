@@ -16,6 +16,7 @@ from httpd import free_port, run_user
 
 MEMCACHED = shutil.which("memcached") or "/usr/bin/memcached"
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
 
 
 class Backend:
@@ -66,6 +67,13 @@ class Backend:
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def cli(self, *args):
+        """A command to the redis-server, through redis-cli; its reply as
+        redis-cli prints it (without the trailing newline)."""
+        p = subprocess.run([REDIS_CLI, "-h", "127.0.0.1", "-p", str(self.port)] + [str(a) for a in args],
+                           capture_output=True, text=True, timeout=10, check=True)
+        return p.stdout.rstrip("\n")
+
 
 def memcached_backend():
     user = run_user()
@@ -90,15 +98,18 @@ def redis_backend():
 BACKENDS = {"memcache": memcached_backend, "redis": redis_backend}
 
 
-def backend_fixture(provider, scope="module"):
-    """A fixture with a running server of the provider, stopped afterwards."""
+def backend_fixture(provider, scope="module", port=None):
+    """A fixture with a running server of the provider, stopped afterwards
+    (on `port` if given: for a configuration written before it starts)."""
 
     @pytest.fixture(scope=scope)
     def fixture():
         binary = MEMCACHED if provider == "memcache" else REDIS_SERVER
         if not os.path.exists(binary):
             pytest.fail("%s is not installed (script/bootstrap installs it)" % binary)
-        b = BACKENDS[provider]().start()
+        b = BACKENDS[provider]()
+        b.port = port
+        b.start()
         yield b
         b.stop()
         b.cleanup()

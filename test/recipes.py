@@ -119,6 +119,20 @@ def replace_file(path, text):
     os.rename(path + ".new", path)
 
 
+def set_setting(srv, script, name, value):
+    """As an administrator edits a recipe's settings: the line `NAME = ...`
+    of the installed script (there must be one) made `NAME = VALUE`, the
+    value written as JSON writes it (a number, a str in double quotes),
+    which Ruby reads the same."""
+    path = os.path.join(server_root(srv), "mruby", script)
+    lines = read(path).split("\n")
+    found = [i for i, line in enumerate(lines) if line.strip().startswith(name + " = ")]
+    assert len(found) == 1, "%s: one line setting %s expected, found %d" % (script, name, len(found))
+    line = lines[found[0]]
+    lines[found[0]] = line[:len(line) - len(line.lstrip())] + "%s = %s" % (name, json.dumps(value))
+    replace_file(path, "\n".join(lines))
+
+
 def runtime_dir(srv):
     """httpd's DefaultRuntimeDir, where unix: socket paths are relative to."""
     return getattr(srv, "runtime_dir", srv.path("run"))
@@ -131,10 +145,12 @@ def recipe_httpd(name, site="", files=None, backends=(), **kw):
     the site around the recipe (extra modules it needs go in `modules`),
     `files` its files (DocumentRoot content), `backends` the names of
     Unix-socket application servers to start in the runtime directory
-    (srv.backends[name])."""
+    (srv.backends[name]), `settings` a function of the server that changes
+    the installed files before it starts (set_setting)."""
     recipes = [Recipe(n) for n in ([name] if isinstance(name, str) else name)]
     label = name if isinstance(name, str) else "together"
     extra = tuple(kw.pop("modules", ()))
+    settings = kw.pop("settings", None)
 
     @pytest.fixture(scope="module", params=["system"] if system_apache.enabled() else MPMS)
     def fixture(request):
@@ -148,6 +164,8 @@ def recipe_httpd(name, site="", files=None, backends=(), **kw):
                         modules=modules, files=files, **kw)
         for recipe in recipes:
             recipe.install(srv)
+        if settings:
+            settings(srv)
         srv.backends = {b: Backend(os.path.join(runtime_dir(srv), b + ".sock"), b) for b in backends}
         try:
             srv.start()

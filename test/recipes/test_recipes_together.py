@@ -6,25 +6,35 @@ phase listed together in a section all run."""
 import json
 import os
 import re
+import time
 import urllib.parse
 
 import pytest
 
-from recipes import RECIPES_DIR, fenced_blocks, names, read, recipe_httpd, server_root
+from cache_servers import backend_fixture
+from loopback import free_port
+from recipes import RECIPES_DIR, fenced_blocks, names, read, recipe_httpd, server_root, set_setting
 
 README = read(os.path.join(RECIPES_DIR, "README.md"))
 COMBINED, = [text for lang, text in fenced_blocks(README) if lang == "apache"]
 
+# The Redis of redis-flags.
+REDIS_PORT = free_port()
+redis = backend_fixture("redis", port=REDIS_PORT)
+
 _srv = recipe_httpd(names(), COMBINED, {"htdocs/index.html": "home\n"},
-                    backends=("app-1", "app-2", "search", "shop-stable", "shop-canary"))
+                    backends=("app-1", "app-2", "search", "shop-stable", "shop-canary"),
+                    settings=lambda srv: set_setting(srv, "redis_flags.rb", "PORT", REDIS_PORT))
 
 # A client of /reports: token-auth refuses the example tokens it ships.
 TOKEN = "5e" * 32
+# Past redis-flags' RedisFlags::TTL: every thread has read the flags again.
+FLAGS_SETTLE = 1.3
 OUTSIDER = "127.0.0.2"
 
 
 @pytest.fixture(scope="module")
-def srv(_srv):
+def srv(redis, _srv):
     path = os.path.join(server_root(_srv), "mruby", "api-tokens.txt")
     with open(path + ".new", "w") as f:
         f.write("%s reports-client\n" % TOKEN)
@@ -80,4 +90,24 @@ def test_maintenance_covers_everything(srv):
         assert srv.get("/api/status").status == 200
     finally:
         os.unlink(flag)
+    assert srv.get("/", source=OUTSIDER).status == 200
+
+
+def test_redis_flags_on_every_path(srv, redis):
+    """The flags reach the balancers' backends; the Redis kill switch
+    covers every recipe's paths, and administrators still get through."""
+    redis.cli("HSET", "flags", "new-checkout", "on")
+    try:
+        time.sleep(FLAGS_SETTLE)
+        assert json.loads(srv.get("/app/x").body)["headers"]["x-feature-new-checkout"] == "on"
+        redis.cli("HSET", "flags", "maintenance", "on")
+        time.sleep(FLAGS_SETTLE)
+        for path in ("/", "/api/status", "/app/x", "/shop/", "/links", "/reports/x"):
+            r = srv.get(path, source=OUTSIDER)
+            assert r.status == 503 and b"Down for maintenance" in r.body, path
+        assert srv.get("/api/status").status == 200
+        assert srv.get("/flags").text == "maintenance on\nnew-checkout on\n"
+    finally:
+        redis.cli("DEL", "flags")
+    time.sleep(FLAGS_SETTLE)
     assert srv.get("/", source=OUTSIDER).status == 200
