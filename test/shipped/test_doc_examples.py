@@ -707,6 +707,7 @@ EXAMPLES = {
         ("Apache::Async", "ruby"),
         ("Apache::Timer", "ruby"),
         ("TLS facts: Request#ssl? and Request#ssl_var", "ruby"),
+        ("Apache::Status", "ruby"),  # test_status_counters
         ("Rack", "ruby"),
         ("Apache::Cache", "apache"),  # cache_conf
         ("Example: a rate limiter", "apache"),
