@@ -107,19 +107,38 @@ int mm_parse_header_value_ok(const char *s, size_t len)
     return 1;
 }
 
-const char *mm_parse_response_header_refused(const char *name, const char *value)
+/* Hop-by-hop headers and those that frame a message: the sender writes
+ * them from what it sends, and a script's would make the other side read
+ * the stream otherwise than it is written. */
+static int frames_message(const char *name)
 {
-    /* Hop-by-hop headers and those that frame the message: httpd writes
-     * them from what it sends, and a script's would make the client read
-     * the stream otherwise than httpd writes it. */
-    static const char *const httpds[] = {"Transfer-Encoding", "TE",         "Trailer",
-                                         "Upgrade",           "Keep-Alive", "Proxy-Connection"};
+    static const char *const framing[] = {"Transfer-Encoding", "TE",         "Trailer",
+                                          "Upgrade",           "Keep-Alive", "Proxy-Connection"};
     size_t i;
 
-    for (i = 0; i < sizeof httpds / sizeof httpds[0]; i++) {
-        if (strcasecmp(name, httpds[i]) == 0) {
-            return "is httpd's to send: it frames the response on the connection";
+    for (i = 0; i < sizeof framing / sizeof framing[0]; i++) {
+        if (strcasecmp(name, framing[i]) == 0) {
+            return 1;
         }
+    }
+    return 0;
+}
+
+const char *mm_parse_request_header_refused(const char *name, const char *value)
+{
+    if (frames_message(name) || strcasecmp(name, "Content-Length") == 0) {
+        return "is the client's to send: it frames the request on the connection";
+    }
+    if (strcasecmp(name, "Connection") == 0 && strcasecmp(value, "close") != 0) {
+        return "may only be \"close\": the client manages the connection";
+    }
+    return NULL;
+}
+
+const char *mm_parse_response_header_refused(const char *name, const char *value)
+{
+    if (frames_message(name)) {
+        return "is httpd's to send: it frames the response on the connection";
     }
     if (strcasecmp(name, "Connection") == 0 && strcasecmp(value, "close") != 0) {
         return "may only be \"close\": httpd manages the connection";

@@ -38,6 +38,14 @@ int mm_parse_header_value_ok(const char *s, size_t len);
  * number (httpd puts the body's real length in its place: run.c). */
 const char *mm_parse_response_header_refused(const char *name, const char *value);
 
+/* NULL when a script may send the request header name with value on an
+ * outgoing call (Apache::HTTP), else why not: the client library frames
+ * the request (Content-Length, Transfer-Encoding, TE, Trailer, Upgrade,
+ * Keep-Alive, Proxy-Connection; Connection but "close"), and a pooled
+ * connection read otherwise than it was written would give the next call
+ * the rest of this one. */
+const char *mm_parse_request_header_refused(const char *name, const char *value);
+
 /* A counter's value of len bytes: a decimal integer of 64 bits, digits
  * with an optional '-' before them (no blanks, no '+'). */
 int mm_parse_counter_ok(const char *val, apr_size_t len, apr_int64_t *n);

@@ -304,7 +304,7 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
     }
     for (i = 0; i < RARRAY_LEN(hdrs); i += 2) {
         mrb_value nv = mrb_ary_entry(hdrs, i), vv = mrb_ary_entry(hdrs, i + 1);
-        const char *name, *value;
+        const char *name, *value, *why;
         struct curl_slist *l;
 
         if (!mrb_string_p(nv) || !mrb_string_p(vv)) {
@@ -320,6 +320,9 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
                        name);
         }
         value = mrb_string_value_cstr(mrb, &vv);
+        if ((why = mm_parse_request_header_refused(name, value)) != NULL) {
+            mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: header %s %s", name, why);
+        }
         l = header_append(c->headers, name, value);
         if (l == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");

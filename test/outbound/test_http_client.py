@@ -117,6 +117,10 @@ res = Apache::HTTP.post('%(base)s/echo', body: 'body-' + tok, headers: {'X-Token
 Apache.rputs [res.status, res.headers['x-echo-token'], res.headers['X-ECHO-METHOD'],
               res.headers.get_all('set-cookie').join('+'), res.body].join('|')
 """ % locals(),
+        "htdocs/close.mrb": """
+res = Apache::HTTP.post('%(base)s/echo', body: 'x', headers: {'Connection' => 'close', 'X-Token' => 'c'})
+Apache.rputs [res.status, res.headers['x-echo-token'], res.body].join('|')
+""" % locals(),
         "htdocs/methods.mrb": """
 out = []
 out << Apache::HTTP.get('%(base)s/echo', headers: {'X-Token' => 'g'}).headers['x-echo-method']
@@ -161,6 +165,9 @@ cases = {
   'bad_port' => -> { Apache::HTTP.get('http://127.0.0.1:99999/') },
   'crlf_value' => -> { Apache::HTTP.get('%(base)s/echo', headers: {'X-A' => "a\\r\\nX-B: b"}) },
   'crlf_name' => -> { Apache::HTTP.get('%(base)s/echo', headers: {"X-A\\r\\nX-B" => 'b'}) },
+  'content_length' => -> { Apache::HTTP.post('%(base)s/echo', body: 'abc', headers: {'Content-Length' => '1'}) },
+  'chunked' => -> { Apache::HTTP.post('%(base)s/echo', body: 'abc', headers: {'transfer-encoding' => 'chunked'}) },
+  'keep_alive' => -> { Apache::HTTP.get('%(base)s/echo', headers: {'Connection' => 'keep-alive, Upgrade'}) },
   'bad_option' => -> { Apache::HTTP.get('%(base)s/echo', tiemout: 5) },
   'bad_timeout' => -> { Apache::HTTP.get('%(base)s/echo', timeout: 0) },
   'bad_method' => -> { Apache::HTTP.request('GE T', '%(base)s/echo') },
@@ -217,6 +224,12 @@ def test_post_carries_headers_and_body_and_reads_them_back(caller):
     assert r.text == "200|tok123|POST|b=2+a=1|body-tok123"
 
 
+def test_connection_close_may_be_asked(caller):
+    """The one value of a connection header a call may give: the call is
+    made, and its connection not kept."""
+    assert caller.ok("/close.mrb").text == "200|c|x"
+
+
 def test_every_method_and_a_status_that_is_not_an_error(caller):
     r = caller.get("/methods.mrb")
     assert r.status == 200
@@ -263,6 +276,10 @@ def test_a_chunked_body_is_decoded(caller):
     ("bad_port", "ArgumentError", 100, "not a URL"),
     ("crlf_value", "ArgumentError", 100, "control character"),
     ("crlf_name", "ArgumentError", 100, "not a token"),
+    # what frames the request on a pooled connection is libcurl's to send
+    ("content_length", "ArgumentError", 100, "Content-Length is the client's to send"),
+    ("chunked", "ArgumentError", 100, "transfer-encoding is the client's to send"),
+    ("keep_alive", "ArgumentError", 100, "Connection may only be \"close\""),
     ("bad_option", "ArgumentError", 100, "unknown option :tiemout"),
     ("bad_timeout", "ArgumentError", 100, "milliseconds"),
     ("bad_method", "ArgumentError", 100, "not a method name"),
