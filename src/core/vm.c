@@ -303,7 +303,7 @@ void mm_vm_collect_big_garbage(mm_vm_t *vm)
 
 static mrb_int fd_crowded = MRB_INT_MAX; /* child: half its RLIMIT_NOFILE */
 
-static void before_io(mrb_state *mrb)
+void mm_vm_before_io(mrb_state *mrb)
 {
     mm_vm_t *vm = mm_vm_of(mrb);
 
@@ -312,7 +312,7 @@ static void before_io(mrb_state *mrb)
     }
 }
 
-static void after_io(mrb_state *mrb, int made, mrb_int fd)
+void mm_vm_after_io(mrb_state *mrb, int made, mrb_int fd)
 {
     mm_vm_t *vm = mm_vm_of(mrb);
 
@@ -333,9 +333,9 @@ static mrb_value io_initialize(mrb_state *mrb, mrb_value self)
     mrb_int fd = fd_argument(mrb);
     mrb_value io;
 
-    before_io(mrb);
+    mm_vm_before_io(mrb);
     io = mm_guard_original(mrb)(mrb, self);
-    after_io(mrb, 1, fd);
+    mm_vm_after_io(mrb, 1, fd);
     return io;
 }
 
@@ -343,9 +343,9 @@ static mrb_value io_pipe(mrb_state *mrb, mrb_value self)
 {
     mrb_value pair;
 
-    before_io(mrb);
+    mm_vm_before_io(mrb);
     pair = mm_guard_original(mrb)(mrb, self);
-    after_io(mrb, 2, 0);
+    mm_vm_after_io(mrb, 2, 0);
     return pair;
 }
 

@@ -133,6 +133,15 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
  * sleep and VMs are locked. Set in child_init. */
 extern int mm_vm_async;
 
+/* Around the making of an object that holds a descriptor (IO, File,
+ * Apache::Socket), which only the collector closes if the script drops
+ * it: before, the VM collects when 16 such objects were made since its
+ * last full collection; after, made objects are counted, and fd (the
+ * new descriptor, 0 if unknown) past half the process's limit makes the
+ * next one collect first. */
+void mm_vm_before_io(mrb_state *mrb);
+void mm_vm_after_io(mrb_state *mrb, int made, mrb_int fd);
+
 /* Makes vm the calling thread's VM until mm_vm_leave (a timed callback
  * resuming a sleeping script of another thread's VM), and takes its lock.
  * Returns what must be given back to mm_vm_leave. */

@@ -72,6 +72,7 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
     sock_t *s;
     mrb_value obj;
     CURLcode rc;
+    curl_socket_t fd;
     char url[1100], err[CURL_ERROR_SIZE] = "";
     long left;
 
@@ -89,6 +90,10 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
     /* An IPv6 address goes in brackets in the URL curl parses. */
     snprintf(url, sizeof url, strchr(host, ':') && host[0] != '[' ? "http://[%s]:%d/" : "http://%s:%d/", host,
              (int)port);
+    /* A socket the script drops is closed when the collector frees it:
+     * counted as IO objects are, so a loop of connections without close
+     * gets collections before it runs out of descriptors. */
+    mm_vm_before_io(mrb);
     obj = mrb_obj_value(mrb_data_object_alloc(mrb, mrb_class_ptr(klass), NULL, &sock_type));
     s = mrb_malloc(mrb, sizeof *s);
     s->easy = NULL;
@@ -117,6 +122,10 @@ static mrb_value sock_connect(mrb_state *mrb, mrb_value klass)
         mrb_raisef(mrb, error_class(mrb, rc == CURLE_OPERATION_TIMEDOUT ? "Timeout" : "ConnectError"),
                    "Apache::Socket: %s", err[0] ? err : curl_easy_strerror(rc));
     }
+    if (curl_easy_getinfo(s->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
+        fd = 0;
+    }
+    mm_vm_after_io(mrb, 1, (mrb_int)fd);
     return obj;
 }
 
