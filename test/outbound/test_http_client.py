@@ -35,6 +35,11 @@ BACKEND = r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs 'b' * 1_000_000"
 </Location>
+<Location /redir>
+    # ?CODE&LOCATION: a redirect to LOCATION, as it is written
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; code, to = r.args.split('&', 2); r.err_headers_out['Location'] = to; Apache.return code.to_i"
+</Location>
 <Location /status>
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; Apache.return r.args.to_i"
@@ -116,6 +121,31 @@ tok = r.args.to_s
 res = Apache::HTTP.post('%(base)s/echo', body: 'body-' + tok, headers: {'X-Token' => tok})
 Apache.rputs [res.status, res.headers['x-echo-token'], res.headers['X-ECHO-METHOD'],
               res.headers.get_all('set-cookie').join('+'), res.body].join('|')
+""" % locals(),
+        # A call through /redir: the case names the redirect and the option.
+        "htdocs/redirect.mrb": """
+port = %(backend_port)d
+cases = {
+  'none' => ['302&/echo', 0],
+  'same302' => ['302&/echo', 2],
+  'same303' => ['303&/echo', 2],
+  'same307' => ['307&/echo', 2],
+  'relative' => ['308&echo', 1],
+  'cross' => ["302&http://localhost:#{port}/echo", 1],
+  'cross307' => ["307&http://localhost:#{port}/echo", 1],
+  'chain1' => ['302&/redir?302&/echo', 1],
+  'chain2' => ['302&/redir?302&/echo', 2],
+  'ftp' => ['302&ftp://127.0.0.1/x', 3],
+}
+where, n = cases[Apache::Request.new.args]
+begin
+  res = Apache::HTTP.post("http://127.0.0.1:#{port}/redir?#{where}", body: 'b', headers: {'X-Token' => 't'},
+                          redirects: n)
+  body = res.status == 200 ? res.body : ''
+  Apache.rputs [res.status, res.headers['x-echo-method'], res.headers['x-echo-token'], body].join('|')
+rescue Apache::HTTP::Error => e
+  Apache.rputs "#{e.class}|#{e.message}"
+end
 """ % locals(),
         "htdocs/close.mrb": """
 res = Apache::HTTP.post('%(base)s/echo', body: 'x', headers: {'Connection' => 'close', 'X-Token' => 'c'})
@@ -222,6 +252,23 @@ def test_post_carries_headers_and_body_and_reads_them_back(caller):
     r = caller.get("/echo.mrb?tok123")
     assert r.status == 200
     assert r.text == "200|tok123|POST|b=2+a=1|body-tok123"
+
+
+@pytest.mark.parametrize("case,answer", [
+    ("none", "302|||"),  # not followed unless asked
+    ("same302", "200|GET|t|"),  # a POST redirected by a 302 is a GET, as browsers make it
+    ("same303", "200|GET|t|"),
+    ("same307", "200|POST|t|b"),  # 307 and 308 keep the method and the body
+    ("relative", "200|POST|t|b"),
+    # another origin (localhost is not 127.0.0.1): the script's header fields stay behind
+    ("cross", "200|GET||"),
+    ("cross307", "200|POST||b"),
+    ("chain1", "Apache::HTTP::Error|Apache::HTTP: more than 1 redirects"),
+    ("chain2", "200|GET|t|"),
+    ("ftp", "Apache::HTTP::Error|Apache::HTTP: redirected to ftp://127.0.0.1/x: not an http:// or https:// URL"),
+])
+def test_redirects_followed_when_asked(caller, case, answer):
+    assert caller.ok("/redirect.mrb?" + case).text == answer
 
 
 def test_connection_close_may_be_asked(caller):

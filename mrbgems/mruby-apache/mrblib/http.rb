@@ -121,10 +121,120 @@ class Apache
         done.map { |r| __result(r) }
       end
 
+      # The statuses of a redirect that is followed (with redirects: n).
+      REDIRECTS = [301, 302, 303, 307, 308]
+
+      # Runs the calls, and follows the redirects of those that ask for them
+      # (redirects: n). Each next request is made here, not by libcurl:
+      # the header fields a script gave go only to the origin (scheme, host
+      # and port) of the URL it gave them for. Each is a round of its own
+      # (all the calls that were redirected, at once), with what is left of
+      # the call's timeout.
+      def __run(specs)
+        current = specs.map { |s| s.dup }
+        current.each { |s| s[7] = 0 } # libcurl follows none
+        left = specs.map { |s| s[7] }
+        started = Time.now.to_f
+        done = __round(current)
+        loop do
+          again = []
+          done.each_with_index do |r, i|
+            next unless r[0].is_a?(Integer) && REDIRECTS.include?(r[0]) && specs[i][7] > 0
+            location = Headers.new(r[1])['location']
+            next unless location
+            if left[i] == 0
+              done[i] = ['Error', "Apache::HTTP: more than #{specs[i][7]} redirects"]
+              next
+            end
+            nxt, failed = __redirected(specs[i], current[i], r[0], location, started)
+            if failed
+              done[i] = failed
+            else
+              current[i] = nxt
+              left[i] -= 1
+              again << i
+            end
+          end
+          break if again.empty?
+          more = __round(again.map { |i| current[i] })
+          again.each_with_index { |i, k| done[i] = more[k] }
+        end
+        done
+      end
+
+      # [the next request of call (a spec) after a redirect to location,
+      # nil], or [nil, the failure to give instead].
+      def __redirected(first, call, status, location, started)
+        url = __resolve(call[1], location)
+        return [nil, ['Error', "Apache::HTTP: redirected to #{location}: not an http:// or https:// URL"]] unless url
+        spent = ((Time.now.to_f - started) * 1000).to_i
+        return [nil, ['Timeout', "Apache::HTTP: the redirects took the call's #{first[4]} ms"]] if spent >= first[4]
+        nxt = call.dup
+        nxt[1] = url
+        nxt[4] = first[4] - spent
+        # 303: GET (HEAD stays HEAD); 301 and 302 make a POST a GET, as
+        # browsers do; 307 and 308 keep the method and the body.
+        if (status == 303 && call[0] != 'HEAD') || ((status == 301 || status == 302) && call[0] == 'POST')
+          nxt[0] = 'GET'
+          nxt[3] = nil
+        end
+        nxt[2] = [] if __origin(url) != __origin(first[1])
+        [nxt, nil]
+      end
+
+      # "scheme://host:port" of an http(s) URL (the default port said), nil
+      # for anything else.
+      def __origin(url)
+        scheme, rest = url.split('://', 2)
+        return nil unless rest
+        scheme = scheme.downcase
+        return nil unless scheme == 'http' || scheme == 'https'
+        authority = rest
+        ['/', '?', '#'].each { |c| authority = authority.split(c, 2)[0] || '' }
+        authority = authority.split('@').last || ''
+        if authority.start_with?('[')
+          close = authority.index(']') or return nil
+          host = authority[0..close]
+          port = authority[close + 1..-1].to_s
+          port = port[1..-1] if port.start_with?(':')
+        else
+          host, port = authority.split(':', 2)
+        end
+        return nil if host.nil? || host.empty?
+        port = (scheme == 'https' ? '443' : '80') if port.nil? || port.empty?
+        "#{scheme}://#{host.downcase}:#{port}"
+      end
+
+      # location (a Location field's value) made absolute against url, its
+      # fragment left out; nil unless it is http(s).
+      def __resolve(url, location)
+        location = location.split('#', 2)[0].to_s.strip
+        scheme, rest = url.split('://', 2)
+        if location.index('://') && location.index('://') < (location.index('/') || location.size)
+          target = location
+        elsif location.start_with?('//')
+          target = scheme + ':' + location
+        else
+          path_at = rest.index('/')
+          query_at = rest.index('?')
+          path_at = nil if path_at && query_at && query_at < path_at
+          authority = path_at ? rest[0, path_at] : rest.split('?', 2)[0]
+          path = path_at ? rest[path_at..-1].split('?', 2)[0] : '/'
+          if location.start_with?('/')
+            target = "#{scheme}://#{authority}#{location}"
+          elsif location.start_with?('?')
+            target = "#{scheme}://#{authority}#{path}#{location}"
+          else
+            target = "#{scheme}://#{authority}#{path[0..path.rindex('/')]}#{location}"
+          end
+        end
+        __origin(target) ? target : nil
+      end
+
       # In a content handler under the event MPM, the request is suspended
       # while the calls run, and the script looks at them again after
       # short sleeps; elsewhere the calls block the thread.
-      def __run(specs)
+      def __round(specs)
         return __perform(specs) unless Apache::Async.__suspendable?
         calls = __start(specs)
         while (ms = __step(calls))
@@ -137,6 +247,10 @@ class Apache
         opts.each_key do |k|
           raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
         end
+        redirects = opts[:redirects] || 0
+        unless redirects.is_a?(Integer) && redirects >= 0 && redirects <= 20
+          raise ArgumentError, 'Apache::HTTP: redirects must be from 0 to 20'
+        end
         flat = []
         (opts[:headers] || {}).each do |k, v|
           flat << k.to_s << v.to_s
@@ -145,7 +259,7 @@ class Apache
          opts[:timeout] || TIMEOUT,
          opts[:connect_timeout] || CONNECT_TIMEOUT,
          opts[:max_size] || MAX_SIZE,
-         opts[:redirects] || 0,
+         redirects,
          opts[:ca_file]]
       end
 
