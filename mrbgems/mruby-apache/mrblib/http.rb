@@ -234,13 +234,21 @@ class Apache
       # In a content handler under the event MPM, the request is suspended
       # while the calls run, and the script looks at them again after
       # short sleeps; elsewhere the calls block the thread.
+      # Should the script leave the wait by an exception, the calls are
+      # taken off the VM's transfers there (their connections closed),
+      # rather than go on with later calls' until the collector frees them.
       def __round(specs)
         return __perform(specs) unless Apache::Async.__suspendable?
         calls = __start(specs)
-        while (ms = __step(calls))
-          Apache::Async.sleep(ms)
+        finished = nil
+        begin
+          while (ms = __step(calls))
+            Apache::Async.sleep(ms)
+          end
+          finished = __finish(calls)
+        ensure
+          __finish(calls) unless finished
         end
-        __finish(calls)
       end
 
       def __spec(method, url, opts)
