@@ -138,13 +138,14 @@ static void op_end(mrb_state *mrb, mm_op_t *op, apr_status_t rv)
 {
     char buf[256];
     const char *why = NULL;
+    apr_uint64_t *ctr = mm_vm_of(mrb)->ctr;
 
     if (rv != APR_SUCCESS) {
         why = mm_cache_strerror(op->c, rv, buf, sizeof buf);
     }
     apr_pool_destroy(op->p);
-    mm_ctr_add(mm_vm_of(mrb)->ctr, MM_CTR_CACHE_OPS, 1);
-    mm_ctr_add(mm_vm_of(mrb)->ctr, MM_CTR_CACHE_ERRORS, why != NULL);
+    mm_ctr_add(ctr, MM_CTR_CACHE_OPS, 1);
+    mm_ctr_add(ctr, MM_CTR_CACHE_ERRORS, why != NULL);
     if (why == NULL) {
         return;
     }
