@@ -39,25 +39,41 @@
 /* Idle connections a VM keeps, and how long an idle one may be reused. */
 #define HTTP_POOL_SIZE 16
 #define HTTP_IDLE_SEC  30L
+/* Easy handles of ended calls a VM keeps for its next calls (reset, their
+ * options set again): making one costs a large zeroed allocation and its
+ * buffers. A script makes one call at a time in the common case; the
+ * handles of more calls at once (all) are made and cleaned up as needed. */
+#define HTTP_IDLE_EASY 4
+
+/* The VM's libcurl state: its multi handle, whose connection cache is the
+ * VM's keep-alive pool, and the easy handles kept for the next calls. */
+typedef struct {
+    CURLM *multi;
+    CURL *idle[HTTP_IDLE_EASY];
+    int nidle;
+} http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
  * by the calls' Data object (freed by the GC if a raise skips the end). */
 typedef struct {
     CURL *easy;
-    struct curl_slist *headers;
-    char *body;        /* the response body so far */
-    size_t len, cap;   /* its length and room */
-    size_t max;        /* the most body bytes accepted */
-    char *hdr;         /* the last response's header lines, as received */
-    size_t hlen, hcap; /* their length and room */
-    int too_large;     /* 1: body over max, 2: headers over the limit */
-    int done;          /* curl reported the call's end */
-    int cut;           /* its timeout is the run's mrubyTimeout's */
-    CURLcode code;     /* how it ended */
+    CURLU *url;                 /* the URL, parsed once: by the check, then for curl */
+    struct curl_slist expect;   /* "Expect:", then the script's fields */
+    struct curl_slist *headers; /* those (malloc'd, after expect) */
+    char *body;                 /* the response body so far */
+    size_t len, cap;            /* its length and room */
+    size_t max;                 /* the most body bytes accepted */
+    char *hdr;                  /* the last response's header lines, as received */
+    size_t hlen, hcap;          /* their length and room */
+    int too_large;              /* 1: body over max, 2: headers over the limit */
+    int done;                   /* curl reported the call's end */
+    int cut;                    /* its timeout is the run's mrubyTimeout's */
+    CURLcode code;              /* how it ended */
     char err[CURL_ERROR_SIZE];
 } http_call_t;
 
 typedef struct {
+    http_vm_t *vm;  /* where the easy handles go back at the end */
     CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
     unsigned pause; /* suspended calls: the last wait between two looks, ms */
     long longest;   /* the longest timeout of the calls, ms */
@@ -65,14 +81,13 @@ typedef struct {
     http_call_t call[1];
 } http_calls_t;
 
-static void calls_free(mrb_state *mrb, void *p)
+/* Frees the calls. keep: their easy handles, out of the multi handle,
+ * are reset and kept for the VM's next calls as far as there is room (the
+ * collector's free, which may run as the VM closes, cleans them up). */
+static void calls_release(http_calls_t *calls, int keep)
 {
-    http_calls_t *calls = p;
     int i;
 
-    if (calls == NULL) {
-        return;
-    }
     /* A script that never woke (its request went away while it waited):
      * the handles leave the VM's multi handle before they are freed. */
     for (i = 0; calls->multi && i < calls->n; i++) {
@@ -81,41 +96,64 @@ static void calls_free(mrb_state *mrb, void *p)
         }
     }
     for (i = 0; i < calls->n; i++) {
-        if (calls->call[i].easy) {
-            curl_easy_cleanup(calls->call[i].easy);
+        http_call_t *c = &calls->call[i];
+
+        if (c->easy && keep && calls->vm->nidle < HTTP_IDLE_EASY) {
+            curl_easy_reset(c->easy); /* forgets every option: nothing of c */
+            calls->vm->idle[calls->vm->nidle++] = c->easy;
+        } else if (c->easy) {
+            curl_easy_cleanup(c->easy);
         }
-        curl_slist_free_all(calls->call[i].headers);
-        free(calls->call[i].body);
-        free(calls->call[i].hdr);
+        curl_url_cleanup(c->url);
+        curl_slist_free_all(c->headers);
+        free(c->body);
+        free(c->hdr);
     }
     free(calls);
 }
 
+static void calls_free(mrb_state *mrb, void *p)
+{
+    (void)mrb;
+    if (p != NULL) {
+        calls_release(p, 0);
+    }
+}
+
 static const mrb_data_type calls_type = {"Apache::HTTP calls", calls_free};
 
-static apr_status_t multi_cleanup(void *m)
+static apr_status_t http_vm_cleanup(void *p)
 {
-    curl_multi_cleanup(m);
+    http_vm_t *h = p;
+
+    while (h->nidle > 0) {
+        curl_easy_cleanup(h->idle[--h->nidle]);
+    }
+    curl_multi_cleanup(h->multi);
     return APR_SUCCESS;
 }
 
-/* The VM's multi handle: its connection cache is the VM's keep-alive pool.
- * Made on first use; cleaned up with the VM's pool. One thread uses a VM
- * at a time (event MPM: under its lock), so the handle needs no lock. */
-static CURLM *vm_multi(mrb_state *mrb)
+/* The VM's libcurl state. Made on first use; cleaned up with the VM's
+ * pool (after mrb_close, whose collection frees the calls still held).
+ * One thread uses a VM at a time (event MPM: under its lock), so it needs
+ * no lock. */
+static http_vm_t *vm_http(mrb_state *mrb)
 {
     mm_vm_t *vm = mm_vm_of(mrb);
-    void *m = NULL;
+    void *p = NULL;
+    http_vm_t *h;
 
-    apr_pool_userdata_get(&m, "mm_http_multi", vm->pool);
-    if (m == NULL) {
-        if (!mm_curl_ready() || (m = curl_multi_init()) == NULL) {
+    apr_pool_userdata_get(&p, "mm_http_multi", vm->pool);
+    if (p == NULL) {
+        h = apr_pcalloc(vm->pool, sizeof *h);
+        if (!mm_curl_ready() || (h->multi = curl_multi_init()) == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
         }
-        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
-        apr_pool_userdata_set(m, "mm_http_multi", multi_cleanup, vm->pool);
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
+        apr_pool_userdata_set(h, "mm_http_multi", http_vm_cleanup, vm->pool);
+        p = h;
     }
-    return m;
+    return p;
 }
 
 /* Appends len bytes to a growing malloc'd buffer; 0 when out of memory. */
@@ -215,7 +253,9 @@ static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
  * CA file or nil]. Raises for a bad spec (the Data object frees c). */
-static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
+static char expect_off[] = "Expect:";
+
+static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, long run_left)
 {
     const char *method, *url;
     mrb_value hdrs, body, ca;
@@ -247,7 +287,7 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: only http:// and https:// URLs are fetched: %s",
                    url);
     }
-    if ((u = curl_url()) == NULL) {
+    if ((u = c->url = curl_url()) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
     uc = curl_url_set(u, CURLUPART_URL, url, 0);
@@ -261,7 +301,6 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
                                                                                 : 0;
     curl_free(scheme);
     curl_free(host);
-    curl_url_cleanup(u);
     if (i != 0) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s: %s",
                    i == 1   ? "not a URL"
@@ -295,11 +334,9 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         connect = timeout;
     }
     c->max = (size_t)max;
-    if ((c->easy = curl_easy_init()) == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
-    }
-    /* "Expect:" off: curl would wait for a 100 before a large body. */
-    if ((c->headers = curl_slist_append(NULL, "Expect:")) == NULL) {
+    if (h->nidle > 0) {
+        c->easy = h->idle[--h->nidle];
+    } else if ((c->easy = curl_easy_init()) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
     for (i = 0; i < RARRAY_LEN(hdrs); i += 2) {
@@ -329,15 +366,20 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         }
         c->headers = l;
     }
+    /* "Expect:" off: curl would wait for a 100 before a large body. */
+    c->expect.data = expect_off;
+    c->expect.next = c->headers;
 
-    curl_easy_setopt(c->easy, CURLOPT_URL, url);
+    /* The URL as checked above: curl takes its parts from u rather than
+     * parse the string again. */
+    curl_easy_setopt(c->easy, CURLOPT_CURLU, u);
     curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
     curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
     curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
     curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
-    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, &c->expect);
     curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -516,7 +558,7 @@ static mrb_value result_of(mrb_state *mrb, http_call_t *c)
 
 /* The calls of specs, set up (raises for a bad spec: the Data object
  * frees what was made). */
-static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
+static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, mrb_value specs, long run_left)
 {
     mrb_value holder;
     http_calls_t *calls;
@@ -532,9 +574,10 @@ static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
     DATA_PTR(holder) = calls;
+    calls->vm = h;
     for (i = 0; i < n; i++) {
         calls->n = (int)i + 1;
-        t = setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        t = setup(mrb, h, &calls->call[i], mrb_ary_entry(specs, i), run_left);
         calls->longest = t > calls->longest ? t : calls->longest;
     }
     return holder;
@@ -561,7 +604,7 @@ static mrb_value results(mrb_state *mrb, mrb_value holder)
     for (i = 0; i < calls->n; i++) {
         mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
     }
-    calls_free(mrb, calls);
+    calls_release(calls, 1);
     DATA_PTR(holder) = NULL;
     return out;
 }
@@ -572,13 +615,15 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
     http_calls_t *calls;
+    http_vm_t *h;
     CURLM *m;
     int i;
 
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
-    m = vm_multi(mrb);
-    holder = make_calls(mrb, specs, mm_timeout_ms_left(mrb));
+    h = vm_http(mrb);
+    m = h->multi;
+    holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
     calls = DATA_PTR(holder);
     /* Nothing raises from here until the handles are out of m again. */
     attach(m, calls);
@@ -606,14 +651,16 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
     http_calls_t *calls;
+    http_vm_t *h;
     apr_time_t end;
     CURLM *m;
     int running;
 
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
-    m = vm_multi(mrb);
-    holder = make_calls(mrb, specs, 0);
+    h = vm_http(mrb);
+    m = h->multi;
+    holder = make_calls(mrb, h, specs, 0);
     calls = DATA_PTR(holder);
     attach(m, calls);
     /* A service that answers at once (a near one, a kept connection)
