@@ -1,7 +1,7 @@
 /* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. One
  * method, Apache::HTTP.__perform(specs), runs one or more calls at once on
  * the VM's curl multi handle (its keep-alive pool) and returns, for each,
- * [status, [name, value, ...], body] or [error class name, message]. The
+ * [status, header lines, body] or [error class name, message]. The
  * Ruby half (mrblib/http.rb) checks the options and builds the responses
  * and exceptions. The calls block the thread (every MPM, every phase),
  * bounded by their timeouts and the run's mrubyTimeout. */
@@ -46,11 +46,15 @@
 #define HTTP_IDLE_EASY 4
 
 /* The VM's libcurl state: its multi handle, whose connection cache is the
- * VM's keep-alive pool, and the easy handles kept for the next calls. */
+ * VM's keep-alive pool, the easy handles kept for the next calls, and the
+ * last URL that passed the check, parsed (a script mostly calls the same
+ * service again: its calls are copies of that, not parsed again). */
 typedef struct {
     CURLM *multi;
     CURL *idle[HTTP_IDLE_EASY];
     int nidle;
+    char *last_url;
+    CURLU *last_parsed;
 } http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
@@ -129,6 +133,8 @@ static apr_status_t http_vm_cleanup(void *p)
     while (h->nidle > 0) {
         curl_easy_cleanup(h->idle[--h->nidle]);
     }
+    free(h->last_url);
+    curl_url_cleanup(h->last_parsed);
     curl_multi_cleanup(h->multi);
     return APR_SUCCESS;
 }
@@ -287,20 +293,42 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: only http:// and https:// URLs are fetched: %s",
                    url);
     }
-    if ((u = c->url = curl_url()) == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    if (h->last_url && strcmp(h->last_url, url) == 0) {
+        /* the same URL as the last that passed: the same parts */
+        if ((u = c->url = curl_url_dup(h->last_parsed)) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        i = 0;
+    } else {
+        if ((u = c->url = curl_url()) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        uc = curl_url_set(u, CURLUPART_URL, url, 0);
+        if (uc == CURLUE_OK) {
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+            curl_url_get(u, CURLUPART_HOST, &host, 0);
+        }
+        i = uc != CURLUE_OK                                                         ? 1
+            : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
+            : host == NULL || host[0] == '\0'                                       ? 3
+                                                                                    : 0;
+        curl_free(scheme);
+        curl_free(host);
+        if (i == 0) {
+            char *copy = strdup(url);
+            CURLU *parsed = curl_url_dup(u);
+
+            if (copy && parsed) {
+                free(h->last_url);
+                curl_url_cleanup(h->last_parsed);
+                h->last_url = copy;
+                h->last_parsed = parsed;
+            } else {
+                free(copy);
+                curl_url_cleanup(parsed);
+            }
+        }
     }
-    uc = curl_url_set(u, CURLUPART_URL, url, 0);
-    if (uc == CURLUE_OK) {
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-        curl_url_get(u, CURLUPART_HOST, &host, 0);
-    }
-    i = uc != CURLUE_OK                                                         ? 1
-        : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
-        : host == NULL || host[0] == '\0'                                       ? 3
-                                                                                : 0;
-    curl_free(scheme);
-    curl_free(host);
     if (i != 0) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s: %s",
                    i == 1   ? "not a URL"
@@ -516,29 +544,19 @@ static const char *failure(http_call_t *c, const char **cls)
     return c->err[0] ? c->err : curl_easy_strerror(c->code);
 }
 
-/* The result of call c, as the Ruby half reads it. */
-static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+/* The fields of a response's header lines (hdr, len bytes, as received),
+ * [name, value, ...]: "Name: value\r\n"; the status line and the empty
+ * last line have no colon (obsolete folded lines are dropped). */
+static mrb_value fields_of(mrb_state *mrb, const char *hdr, size_t len)
 {
-    mrb_value r = mrb_ary_new_capa(mrb, 3), hs;
-    const char *cls, *msg;
-    long status = 0;
+    mrb_value hs = mrb_ary_new(mrb);
     size_t pos = 0;
 
-    if (c->too_large || !c->done || c->code != CURLE_OK) {
-        msg = failure(c, &cls);
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
-        return r;
-    }
-    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-    hs = mrb_ary_new(mrb);
-    /* Header lines: "Name: value\r\n"; the status line and the empty last
-     * line have no colon (obsolete folded lines are dropped). */
-    while (pos < c->hlen) {
-        const char *line = c->hdr + pos, *end = memchr(line, '\n', c->hlen - pos), *colon, *v, *ve;
+    while (pos < len) {
+        const char *line = hdr + pos, *end = memchr(line, '\n', len - pos), *colon, *v, *ve;
 
-        end = end ? end : c->hdr + c->hlen;
-        pos = (size_t)(end - c->hdr) + 1;
+        end = end ? end : hdr + len;
+        pos = (size_t)(end - hdr) + 1;
         colon = memchr(line, ':', (size_t)(end - line));
         if (colon == NULL || line[0] == ' ' || line[0] == '\t' || colon == line) {
             continue;
@@ -550,8 +568,37 @@ static mrb_value result_of(mrb_state *mrb, http_call_t *c)
         mrb_ary_push(mrb, hs, mrb_str_new(mrb, line, colon - line));
         mrb_ary_push(mrb, hs, mrb_str_new(mrb, v, ve - v));
     }
+    return hs;
+}
+
+/* Apache::HTTP.__fields(lines): the fields of a response's header lines,
+ * which a response's Headers splits when first read. */
+static mrb_value http_fields(mrb_state *mrb, mrb_value self)
+{
+    char *p;
+    mrb_int n;
+
+    mrb_get_args(mrb, "s", &p, &n);
+    return fields_of(mrb, p, (size_t)n);
+}
+
+/* The result of call c, as the Ruby half reads it: [status, header lines
+ * as received (a String, split by __fields when read), body]. */
+static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+{
+    mrb_value r = mrb_ary_new_capa(mrb, 3);
+    const char *cls, *msg;
+    long status = 0;
+
+    if (c->too_large || !c->done || c->code != CURLE_OK) {
+        msg = failure(c, &cls);
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
+        return r;
+    }
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
     mrb_ary_push(mrb, r, mrb_fixnum_value(status));
-    mrb_ary_push(mrb, r, hs);
+    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->hdr, (mrb_int)c->hlen));
     mrb_ary_push(mrb, r, mrb_str_new(mrb, c->body, (mrb_int)c->len));
     return r;
 }
@@ -721,4 +768,5 @@ void mm_http_init(mrb_state *mrb)
     mrb_define_module_function(mrb, http, "__start", http_start, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__step", http_step, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__finish", http_finish, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__fields", http_fields, MRB_ARGS_REQ(1));
 }

@@ -1,18 +1,18 @@
 # Apache::HTTP, an HTTP client for scripts: the options, the responses and
 # the exceptions. The calls themselves are C (rb_http.c, on libcurl):
-# __perform takes specs and gives back, for each, [status, headers, body]
-# or [error class name, message].
+# __perform takes specs and gives back, for each, [status, header lines,
+# body] or [error class name, message].
 class Apache
   module HTTP
     # A response's header fields; names compare without case. The fields
-    # come as [name, value, name, value, ...]; the pairs and the index by
-    # lower-case name are made when first asked for (many scripts read
-    # only the body).
+    # come as [name, value, name, value, ...] or as the header lines
+    # received (a String); they are split, paired and indexed by lower-case
+    # name when first asked for (many scripts read only the body).
     class Headers
       include Enumerable
 
-      def initialize(flat)
-        @flat = flat
+      def initialize(fields)
+        @fields = fields
         @pairs = nil
         @index = nil
       end
@@ -50,7 +50,8 @@ class Apache
         return @index if @index
         pairs = []
         index = {}
-        flat = @flat
+        flat = @fields
+        flat = HTTP.__fields(flat) if flat.is_a?(String)
         i = 0
         while i < flat.size
           name = flat[i]
