@@ -736,8 +736,8 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
     long curl_ms = -1;
     int running;
 
-    if (calls->multi == NULL) {
-        return mrb_nil_value();
+    if (calls->multi == NULL || all_done(calls)) {
+        return mrb_nil_value(); /* (ended while __start waited) */
     }
     curl_multi_perform(calls->multi, &running);
     collect(calls->multi);

@@ -66,12 +66,29 @@ class Apache
     end
 
     class Response
-      attr_reader :status, :headers, :body
+      attr_reader :status, :body
 
       def initialize(status, headers, body)
         @status = status
         @headers = headers
         @body = body
+      end
+
+      # A response of Apache::HTTP: its Headers are made from the header
+      # lines received when first read.
+      def self.__received(status, lines, body)
+        allocate.__received(status, lines, body)
+      end
+
+      def __received(status, lines, body)
+        @status = status
+        @lines = lines
+        @body = body
+        self
+      end
+
+      def headers
+        @headers || (@lines && (@headers = Headers.new(@lines)))
       end
 
       # 2xx.
@@ -303,7 +320,7 @@ class Apache
         if r[0].is_a?(String)
           HTTP.const_get(r[0]).new(r[1])
         else
-          Response.new(r[0], Headers.new(r[1]), r[2])
+          Response.__received(r[0], r[1], r[2])
         end
       end
     end
