@@ -39,10 +39,13 @@
 /* Idle connections a VM keeps, and how long an idle one may be reused. */
 #define HTTP_POOL_SIZE 16
 #define HTTP_IDLE_SEC  30L
-/* Easy handles of ended calls a VM keeps for its next calls (reset, their
- * options set again): making one costs a large zeroed allocation and its
- * buffers. A script makes one call at a time in the common case; the
- * handles of more calls at once (all) are made and cleaned up as needed. */
+/* Easy handles of ended calls a VM keeps for its next calls: making one
+ * costs a large zeroed allocation and its buffers. A handle whose call set
+ * only the options every call sets (a GET without a body, a CA file or
+ * redirects followed by curl) keeps them, the next call setting the ones
+ * that differ; any other is reset (curl_easy_reset) and set up anew. A
+ * script makes one call at a time in the common case; the handles of more
+ * calls at once (all) are made and cleaned up as needed. */
 #define HTTP_IDLE_EASY 4
 
 /* The VM's libcurl state: its multi handle, whose connection cache is the
@@ -52,9 +55,12 @@
 typedef struct {
     CURLM *multi;
     CURL *idle[HTTP_IDLE_EASY];
+    char idle_set[HTTP_IDLE_EASY];          /* 1: it has the common options, and no other */
+    unsigned long idle_url[HTTP_IDLE_EASY]; /* such a handle's last URL: a last_gen, or 0 */
     int nidle;
     char *last_url;
     CURLU *last_parsed;
+    unsigned long last_gen; /* counts the last_url there has been */
 } http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
@@ -72,6 +78,8 @@ typedef struct {
     int too_large;              /* 1: body over max, 2: headers over the limit */
     int done;                   /* curl reported the call's end */
     int cut;                    /* its timeout is the run's mrubyTimeout's */
+    int plain;                  /* only the options every call sets */
+    unsigned long gen;          /* its URL is the VM's last_url of this last_gen (0: unknown) */
     CURLcode code;              /* how it ended */
     char err[CURL_ERROR_SIZE];
 } http_call_t;
@@ -103,7 +111,12 @@ static void calls_release(http_calls_t *calls, int keep)
         http_call_t *c = &calls->call[i];
 
         if (c->easy && keep && calls->vm->nidle < HTTP_IDLE_EASY) {
-            curl_easy_reset(c->easy); /* forgets every option: nothing of c */
+            if (!c->plain) {
+                curl_easy_reset(c->easy); /* forgets every option */
+            }
+            /* (its pointers to c are replaced before its next transfer) */
+            calls->vm->idle_set[calls->vm->nidle] = (char)c->plain;
+            calls->vm->idle_url[calls->vm->nidle] = c->plain ? c->gen : 0;
             calls->vm->idle[calls->vm->nidle++] = c->easy;
         } else if (c->easy) {
             curl_easy_cleanup(c->easy);
@@ -270,6 +283,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     CURLU *u;
     char *host = NULL, *scheme = NULL;
     CURLUcode uc;
+    int set = 0; /* the handle has the common options */
 
     if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 9) {
         mrb_raise(mrb, E_ARGUMENT_ERROR,
@@ -298,6 +312,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         if ((u = c->url = curl_url_dup(h->last_parsed)) == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
         }
+        c->gen = h->last_gen;
         i = 0;
     } else {
         if ((u = c->url = curl_url()) == NULL) {
@@ -323,6 +338,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
                 curl_url_cleanup(h->last_parsed);
                 h->last_url = copy;
                 h->last_parsed = parsed;
+                c->gen = ++h->last_gen;
             } else {
                 free(copy);
                 curl_url_cleanup(parsed);
@@ -364,6 +380,13 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     c->max = (size_t)max;
     if (h->nidle > 0) {
         c->easy = h->idle[--h->nidle];
+        set = h->idle_set[h->nidle];
+        if (set && (c->gen == 0 || h->idle_url[h->nidle] != c->gen)) {
+            /* curl keeps the last transfer's URL string (it makes it from
+             * CURLOPT_CURLU only when it has none): a different URL must
+             * not find the last one's */
+            curl_easy_setopt(c->easy, CURLOPT_URL, NULL);
+        }
     } else if ((c->easy = curl_easy_init()) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
@@ -401,16 +424,18 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     /* The URL as checked above: curl takes its parts from u rather than
      * parse the string again. */
     curl_easy_setopt(c->easy, CURLOPT_CURLU, u);
-    curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
+    if (!set) { /* the same for every call */
+        curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
+        curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
+        curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
+    }
     curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
     curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
-    curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
     curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, &c->expect);
-    curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
     curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c); /* see collect */
@@ -426,6 +451,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
     }
+    c->plain = redirects == 0 && mrb_nil_p(ca) && mrb_nil_p(body) && strcmp(method, "GET") == 0;
     if (!mrb_nil_p(body)) {
         curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)RSTRING_LEN(body));
         curl_easy_setopt(c->easy, CURLOPT_COPYPOSTFIELDS, RSTRING_PTR(body));
