@@ -72,6 +72,12 @@ def test_ssl_var_equals_std_env_vars(server, client, tls13):
     assert rows["ssl?"] == ["true", "true"]
     for name in NAMES:
         mine, env = rows[name]
+        if name == "SSL_CLIENT_V_REMAIN" and client:
+            # Whole days left, read at each lookup: the certificate is made
+            # for 2 days, so within its first second it has 2 left, then 1,
+            # and the environment (fixups) and the script may fall either side.
+            assert {mine, env} <= {'"1"', '"2"'}, (name, mine, env)
+            continue
         assert mine == env, (name, mine, env)
     assert rows["HTTPS"][0] == '"on"'
     assert rows["SSL_PROTOCOL"][0] == ('"TLSv1.3"' if tls13 else '"TLSv1.2"')

@@ -101,7 +101,11 @@ def test_stopped_by_graceful_restart_and_started_again(make_httpd, mpm):
     time.sleep(0.6)
     srv.graceful()  # returns once the old child is gone
     gone = time.time()
-    time.sleep(1.2)
+    # The new child starts its timers as it starts: waited for, not slept
+    # for (under ASan on a busy machine its start took longer than 1.2 s).
+    deadline = time.time() + 20
+    while sum(1 for p, _ in ticks(srv) if p != old) < 3 and time.time() < deadline:
+        time.sleep(0.1)
     new = int(srv.ok("/hello").text)
     got = ticks(srv)
     assert new != old
