@@ -340,8 +340,9 @@ def test_a_call_after_a_set_up_that_raised_is_whole(caller, recorder):
 STEP = r"""
 cases = {
   'post' => -> { Apache::HTTP.post("http://user:secret@127.0.0.1:%(port)d/a?#{t}", body: 'posted',
-                                   headers: {'X-Token' => 'p', 'X-Other' => 'o'}, timeout: 300) },
-  'get' => -> { Apache::HTTP.get("#{b}/slow/600?#{t}") },
+                                   headers: {'X-Token' => 'p', 'X-Other' => 'o'}, timeout: 500) },
+  'get' => -> { Apache::HTTP.get("#{b}/slow/800?#{t}") },
+  'get_fields' => -> { Apache::HTTP.get("#{b}/a?#{t}", headers: {'X-Token' => 'g', 'Authorization' => 'Bearer g'}) },
   'head' => -> { Apache::HTTP.head("#{b}/a?#{t}") },
   'get_same' => -> { Apache::HTTP.get("#{b}/a?#{t}") },
   'refused' => -> { Apache::HTTP.put("http://127.0.0.1:%(refused)d/a?#{t}", body: 'lost') },
@@ -354,7 +355,7 @@ cases = {
                           ['HEAD', "#{b}/slow/200?#{t}", [], nil, 5000, 5000, 1000, 0, nil]])
     raise 'gone'
   },
-  'gc' => -> { GC.start; Apache::HTTP.get("#{b}/slow/600?#{t}") },
+  'gc' => -> { GC.start; Apache::HTTP.get("#{b}/slow/800?#{t}") },
   'cut' => -> { Apache::HTTP.post("#{b}/slow/1500?#{t}", body: 'cut', headers: {'X-Token' => 'c'}) },
 }
 name, t = t.split('.', 2)
@@ -375,12 +376,14 @@ def test_consecutive_requests_of_one_vm_leave_nothing_to_the_next(make_httpd, re
     srv.write("htdocs/step.mrb", (SHOW + STEP + FOOTER) % {"port": recorder.port, "refused": refused})
     srv.write("htdocs/limited.mrb", (SHOW + STEP + FOOTER) % {"port": recorder.port, "refused": refused})
     srv.start()
-    steps = [("post", answer("POST", "/a", 6)), ("get", answer("GET", "/slow/600")),
+    slow = answer("GET", "/slow/800")
+    steps = [("post", answer("POST", "/a", 6)), ("get", slow), ("get_fields", answer("GET", "/a")),
+             ("get_same", answer("GET", "/a")),
              ("post", answer("POST", "/a", 6)), ("head", "200  0"), ("get_same", answer("GET", "/a")),
              ("refused", "ConnectError"), ("get_same", answer("GET", "/a")),
              ("redir", answer("GET", "/a")), ("redir_not", "302  0"), ("get_same", answer("GET", "/a")),
-             ("abandon", None), ("get", answer("GET", "/slow/600")), ("get_same", answer("GET", "/a")),
-             ("abandon", None), ("gc", answer("GET", "/slow/600")), ("get", answer("GET", "/slow/600"))]
+             ("abandon", None), ("get", slow), ("get_same", answer("GET", "/a")),
+             ("abandon", None), ("gc", slow), ("get", slow)]
     for name, expected in steps:
         token = "%s-%d" % (name, time.monotonic_ns())
         r = srv.get("/step.mrb?%s.%s" % (name, token))
@@ -392,6 +395,8 @@ def test_consecutive_requests_of_one_vm_leave_nothing_to_the_next(make_httpd, re
         if name in ("get", "get_same", "redir_not", "gc"):
             assert len(got) == 1, got
             got[0].assert_bare("GET", got[0].path)
+        elif name == "get_fields":
+            assert (got[0].field("x-token"), got[0].field("authorization")) == ("g", "Bearer g")
         elif name == "post":
             assert (got[0].method, got[0].body, got[0].field("x-token")) == ("POST", b"posted", "p")
             assert got[0].field("authorization") is not None
@@ -406,7 +411,7 @@ def test_consecutive_requests_of_one_vm_leave_nothing_to_the_next(make_httpd, re
         assert r.status == 503, r.text
     token = "get-%d" % time.monotonic_ns()
     r = srv.get("/step.mrb?get.%s" % token)
-    assert (r.status, r.text) == (200, answer("GET", "/slow/600"))
+    assert (r.status, r.text) == (200, slow)
     got = recorder.of(token)
     assert len(got) == 1, got
-    got[0].assert_bare("GET", "/slow/600")
+    got[0].assert_bare("GET", "/slow/800")
