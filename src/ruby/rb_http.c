@@ -269,11 +269,14 @@ static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
     return (long)mrb_integer(v);
 }
 
+/* The first field of every call's list: "Expect:" (no value) turns off
+ * curl's wait for a 100 before a large body. Each call links it to its own
+ * fields (c->expect); curl only reads it. */
+static char expect_off[] = "Expect:";
+
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
  * CA file or nil]. Raises for a bad spec (the Data object frees c). */
-static char expect_off[] = "Expect:";
-
 static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, long run_left)
 {
     const char *method, *url;
