@@ -38,4 +38,8 @@ void mm_curl_defaults(CURL *easy)
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_SOCKOPTFUNCTION, cloexec);
     curl_easy_setopt(easy, CURLOPT_PROXY, "");
+    /* No proxy, so no host is excepted from it: without this, libcurl
+     * would read no_proxy and NO_PROXY from the environment for each
+     * transfer, to no effect. */
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
 }

@@ -1,7 +1,7 @@
 /* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. One
  * method, Apache::HTTP.__perform(specs), runs one or more calls at once on
  * the VM's curl multi handle (its keep-alive pool) and returns, for each,
- * [status, [name, value, ...], body] or [error class name, message]. The
+ * [status, header lines, body] or [error class name, message]. The
  * Ruby half (mrblib/http.rb) checks the options and builds the responses
  * and exceptions. The calls block the thread (every MPM, every phase),
  * bounded by their timeouts and the run's mrubyTimeout. */
@@ -39,25 +39,53 @@
 /* Idle connections a VM keeps, and how long an idle one may be reused. */
 #define HTTP_POOL_SIZE 16
 #define HTTP_IDLE_SEC  30L
+/* Easy handles of ended calls a VM keeps for its next calls: making one
+ * costs a large zeroed allocation and its buffers. A handle whose call set
+ * only the options every call sets (a GET without a body, a CA file or
+ * redirects followed by curl) keeps them, the next call setting the ones
+ * that differ; any other is reset (curl_easy_reset) and set up anew. A
+ * script makes one call at a time in the common case; the handles of more
+ * calls at once (all) are made and cleaned up as needed. */
+#define HTTP_IDLE_EASY 4
+
+/* The VM's libcurl state: its multi handle, whose connection cache is the
+ * VM's keep-alive pool, the easy handles kept for the next calls, and the
+ * last URL that passed the check, parsed (a script mostly calls the same
+ * service again: its calls are copies of that, not parsed again). */
+typedef struct {
+    CURLM *multi;
+    CURL *idle[HTTP_IDLE_EASY];
+    char idle_set[HTTP_IDLE_EASY];          /* 1: it has the common options, and no other */
+    unsigned long idle_url[HTTP_IDLE_EASY]; /* such a handle's last URL: a last_gen, or 0 */
+    int nidle;
+    char *last_url;
+    CURLU *last_parsed;
+    unsigned long last_gen; /* counts the last_url there has been */
+} http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
  * by the calls' Data object (freed by the GC if a raise skips the end). */
 typedef struct {
     CURL *easy;
-    struct curl_slist *headers;
-    char *body;        /* the response body so far */
-    size_t len, cap;   /* its length and room */
-    size_t max;        /* the most body bytes accepted */
-    char *hdr;         /* the last response's header lines, as received */
-    size_t hlen, hcap; /* their length and room */
-    int too_large;     /* 1: body over max, 2: headers over the limit */
-    int done;          /* curl reported the call's end */
-    int cut;           /* its timeout is the run's mrubyTimeout's */
-    CURLcode code;     /* how it ended */
+    CURLU *url;                 /* the URL, parsed once: by the check, then for curl */
+    struct curl_slist expect;   /* "Expect:", then the script's fields */
+    struct curl_slist *headers; /* those (malloc'd, after expect) */
+    char *body;                 /* the response body so far */
+    size_t len, cap;            /* its length and room */
+    size_t max;                 /* the most body bytes accepted */
+    char *hdr;                  /* the last response's header lines, as received */
+    size_t hlen, hcap;          /* their length and room */
+    int too_large;              /* 1: body over max, 2: headers over the limit */
+    int done;                   /* curl reported the call's end */
+    int cut;                    /* its timeout is the run's mrubyTimeout's */
+    int plain;                  /* only the options every call sets */
+    unsigned long gen;          /* its URL is the VM's last_url of this last_gen (0: unknown) */
+    CURLcode code;              /* how it ended */
     char err[CURL_ERROR_SIZE];
 } http_call_t;
 
 typedef struct {
+    http_vm_t *vm;  /* where the easy handles go back at the end */
     CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
     unsigned pause; /* suspended calls: the last wait between two looks, ms */
     long longest;   /* the longest timeout of the calls, ms */
@@ -65,14 +93,13 @@ typedef struct {
     http_call_t call[1];
 } http_calls_t;
 
-static void calls_free(mrb_state *mrb, void *p)
+/* Frees the calls. keep: their easy handles, out of the multi handle,
+ * are reset and kept for the VM's next calls as far as there is room (the
+ * collector's free, which may run as the VM closes, cleans them up). */
+static void calls_release(http_calls_t *calls, int keep)
 {
-    http_calls_t *calls = p;
     int i;
 
-    if (calls == NULL) {
-        return;
-    }
     /* A script that never woke (its request went away while it waited):
      * the handles leave the VM's multi handle before they are freed. */
     for (i = 0; calls->multi && i < calls->n; i++) {
@@ -81,41 +108,71 @@ static void calls_free(mrb_state *mrb, void *p)
         }
     }
     for (i = 0; i < calls->n; i++) {
-        if (calls->call[i].easy) {
-            curl_easy_cleanup(calls->call[i].easy);
+        http_call_t *c = &calls->call[i];
+
+        if (c->easy && keep && calls->vm->nidle < HTTP_IDLE_EASY) {
+            if (!c->plain) {
+                curl_easy_reset(c->easy); /* forgets every option */
+            }
+            /* (its pointers to c are replaced before its next transfer) */
+            calls->vm->idle_set[calls->vm->nidle] = (char)c->plain;
+            calls->vm->idle_url[calls->vm->nidle] = c->plain ? c->gen : 0;
+            calls->vm->idle[calls->vm->nidle++] = c->easy;
+        } else if (c->easy) {
+            curl_easy_cleanup(c->easy);
         }
-        curl_slist_free_all(calls->call[i].headers);
-        free(calls->call[i].body);
-        free(calls->call[i].hdr);
+        curl_url_cleanup(c->url);
+        curl_slist_free_all(c->headers);
+        free(c->body);
+        free(c->hdr);
     }
     free(calls);
 }
 
+static void calls_free(mrb_state *mrb, void *p)
+{
+    (void)mrb;
+    if (p != NULL) {
+        calls_release(p, 0);
+    }
+}
+
 static const mrb_data_type calls_type = {"Apache::HTTP calls", calls_free};
 
-static apr_status_t multi_cleanup(void *m)
+static apr_status_t http_vm_cleanup(void *p)
 {
-    curl_multi_cleanup(m);
+    http_vm_t *h = p;
+
+    while (h->nidle > 0) {
+        curl_easy_cleanup(h->idle[--h->nidle]);
+    }
+    free(h->last_url);
+    curl_url_cleanup(h->last_parsed);
+    curl_multi_cleanup(h->multi);
     return APR_SUCCESS;
 }
 
-/* The VM's multi handle: its connection cache is the VM's keep-alive pool.
- * Made on first use; cleaned up with the VM's pool. One thread uses a VM
- * at a time (event MPM: under its lock), so the handle needs no lock. */
-static CURLM *vm_multi(mrb_state *mrb)
+/* The VM's libcurl state. Made on first use; cleaned up with the VM's
+ * pool (after mrb_close, whose collection frees the calls still held).
+ * One thread uses a VM at a time (event MPM: under its lock), so it needs
+ * no lock. */
+static http_vm_t *vm_http(mrb_state *mrb)
 {
     mm_vm_t *vm = mm_vm_of(mrb);
-    void *m = NULL;
+    void *p = NULL;
+    http_vm_t *h;
 
-    apr_pool_userdata_get(&m, "mm_http_multi", vm->pool);
-    if (m == NULL) {
-        if (!mm_curl_ready() || (m = curl_multi_init()) == NULL) {
+    apr_pool_userdata_get(&p, "mm_http_multi", vm->pool);
+    if (p == NULL) {
+        h = apr_pcalloc(vm->pool, sizeof *h);
+        if (!mm_curl_ready() || (h->multi = curl_multi_init()) == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
         }
-        curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
-        apr_pool_userdata_set(m, "mm_http_multi", multi_cleanup, vm->pool);
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
+        apr_pool_userdata_set(h, "mm_http_multi", http_vm_cleanup, vm->pool);
+        p = h;
     }
-    return m;
+    return p;
 }
 
 /* Appends len bytes to a growing malloc'd buffer; 0 when out of memory. */
@@ -212,10 +269,15 @@ static long spec_ms(mrb_state *mrb, mrb_value spec, mrb_int i, const char *what)
     return (long)mrb_integer(v);
 }
 
+/* The first field of every call's list: "Expect:" (no value) turns off
+ * curl's wait for a 100 before a large body. Each call links it to its own
+ * fields (c->expect); curl only reads it. */
+static char expect_off[] = "Expect:";
+
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
  * CA file or nil]. Raises for a bad spec (the Data object frees c). */
-static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
+static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, long run_left)
 {
     const char *method, *url;
     mrb_value hdrs, body, ca;
@@ -224,6 +286,7 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
     CURLU *u;
     char *host = NULL, *scheme = NULL;
     CURLUcode uc;
+    int set = 0; /* the handle has the common options */
 
     if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 9) {
         mrb_raise(mrb, E_ARGUMENT_ERROR,
@@ -247,21 +310,44 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: only http:// and https:// URLs are fetched: %s",
                    url);
     }
-    if ((u = curl_url()) == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+    if (h->last_url && strcmp(h->last_url, url) == 0) {
+        /* the same URL as the last that passed: the same parts */
+        if ((u = c->url = curl_url_dup(h->last_parsed)) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        c->gen = h->last_gen;
+        i = 0;
+    } else {
+        if ((u = c->url = curl_url()) == NULL) {
+            mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
+        }
+        uc = curl_url_set(u, CURLUPART_URL, url, 0);
+        if (uc == CURLUE_OK) {
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+            curl_url_get(u, CURLUPART_HOST, &host, 0);
+        }
+        i = uc != CURLUE_OK                                                         ? 1
+            : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
+            : host == NULL || host[0] == '\0'                                       ? 3
+                                                                                    : 0;
+        curl_free(scheme);
+        curl_free(host);
+        if (i == 0) {
+            char *copy = strdup(url);
+            CURLU *parsed = curl_url_dup(u);
+
+            if (copy && parsed) {
+                free(h->last_url);
+                curl_url_cleanup(h->last_parsed);
+                h->last_url = copy;
+                h->last_parsed = parsed;
+                c->gen = ++h->last_gen;
+            } else {
+                free(copy);
+                curl_url_cleanup(parsed);
+            }
+        }
     }
-    uc = curl_url_set(u, CURLUPART_URL, url, 0);
-    if (uc == CURLUE_OK) {
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-        curl_url_get(u, CURLUPART_HOST, &host, 0);
-    }
-    i = uc != CURLUE_OK                                                         ? 1
-        : scheme == NULL || (strcmp(scheme, "http") && strcmp(scheme, "https")) ? 2
-        : host == NULL || host[0] == '\0'                                       ? 3
-                                                                                : 0;
-    curl_free(scheme);
-    curl_free(host);
-    curl_url_cleanup(u);
     if (i != 0) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: %s: %s",
                    i == 1   ? "not a URL"
@@ -295,11 +381,16 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         connect = timeout;
     }
     c->max = (size_t)max;
-    if ((c->easy = curl_easy_init()) == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
-    }
-    /* "Expect:" off: curl would wait for a 100 before a large body. */
-    if ((c->headers = curl_slist_append(NULL, "Expect:")) == NULL) {
+    if (h->nidle > 0) {
+        c->easy = h->idle[--h->nidle];
+        set = h->idle_set[h->nidle];
+        if (set && (c->gen == 0 || h->idle_url[h->nidle] != c->gen)) {
+            /* curl keeps the last transfer's URL string (it makes it from
+             * CURLOPT_CURLU only when it has none): a different URL must
+             * not find the last one's */
+            curl_easy_setopt(c->easy, CURLOPT_URL, NULL);
+        }
+    } else if ((c->easy = curl_easy_init()) == NULL) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
     for (i = 0; i < RARRAY_LEN(hdrs); i += 2) {
@@ -329,18 +420,25 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
         }
         c->headers = l;
     }
+    /* "Expect:" off: curl would wait for a 100 before a large body. */
+    c->expect.data = expect_off;
+    c->expect.next = c->headers;
 
-    curl_easy_setopt(c->easy, CURLOPT_URL, url);
-    curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
+    /* The URL as checked above: curl takes its parts from u rather than
+     * parse the string again. */
+    curl_easy_setopt(c->easy, CURLOPT_CURLU, u);
+    if (!set) { /* the same for every call */
+        curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
+        curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
+        curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
+    }
     curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, timeout);
     curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, connect);
-    curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
-    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, &c->expect);
     curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
     curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c); /* see collect */
@@ -356,6 +454,7 @@ static long setup(mrb_state *mrb, http_call_t *c, mrb_value spec, long run_left)
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
     }
+    c->plain = redirects == 0 && mrb_nil_p(ca) && mrb_nil_p(body) && strcmp(method, "GET") == 0;
     if (!mrb_nil_p(body)) {
         curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)RSTRING_LEN(body));
         curl_easy_setopt(c->easy, CURLOPT_COPYPOSTFIELDS, RSTRING_PTR(body));
@@ -474,29 +573,19 @@ static const char *failure(http_call_t *c, const char **cls)
     return c->err[0] ? c->err : curl_easy_strerror(c->code);
 }
 
-/* The result of call c, as the Ruby half reads it. */
-static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+/* The fields of a response's header lines (hdr, len bytes, as received),
+ * [name, value, ...]: "Name: value\r\n"; the status line and the empty
+ * last line have no colon (obsolete folded lines are dropped). */
+static mrb_value fields_of(mrb_state *mrb, const char *hdr, size_t len)
 {
-    mrb_value r = mrb_ary_new_capa(mrb, 3), hs;
-    const char *cls, *msg;
-    long status = 0;
+    mrb_value hs = mrb_ary_new(mrb);
     size_t pos = 0;
 
-    if (c->too_large || !c->done || c->code != CURLE_OK) {
-        msg = failure(c, &cls);
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
-        return r;
-    }
-    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-    hs = mrb_ary_new(mrb);
-    /* Header lines: "Name: value\r\n"; the status line and the empty last
-     * line have no colon (obsolete folded lines are dropped). */
-    while (pos < c->hlen) {
-        const char *line = c->hdr + pos, *end = memchr(line, '\n', c->hlen - pos), *colon, *v, *ve;
+    while (pos < len) {
+        const char *line = hdr + pos, *end = memchr(line, '\n', len - pos), *colon, *v, *ve;
 
-        end = end ? end : c->hdr + c->hlen;
-        pos = (size_t)(end - c->hdr) + 1;
+        end = end ? end : hdr + len;
+        pos = (size_t)(end - hdr) + 1;
         colon = memchr(line, ':', (size_t)(end - line));
         if (colon == NULL || line[0] == ' ' || line[0] == '\t' || colon == line) {
             continue;
@@ -508,15 +597,44 @@ static mrb_value result_of(mrb_state *mrb, http_call_t *c)
         mrb_ary_push(mrb, hs, mrb_str_new(mrb, line, colon - line));
         mrb_ary_push(mrb, hs, mrb_str_new(mrb, v, ve - v));
     }
+    return hs;
+}
+
+/* Apache::HTTP.__fields(lines): the fields of a response's header lines,
+ * which a response's Headers splits when first read. */
+static mrb_value http_fields(mrb_state *mrb, mrb_value self)
+{
+    char *p;
+    mrb_int n;
+
+    mrb_get_args(mrb, "s", &p, &n);
+    return fields_of(mrb, p, (size_t)n);
+}
+
+/* The result of call c, as the Ruby half reads it: [status, header lines
+ * as received (a String, split by __fields when read), body]. */
+static mrb_value result_of(mrb_state *mrb, http_call_t *c)
+{
+    mrb_value r = mrb_ary_new_capa(mrb, 3);
+    const char *cls, *msg;
+    long status = 0;
+
+    if (c->too_large || !c->done || c->code != CURLE_OK) {
+        msg = failure(c, &cls);
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
+        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
+        return r;
+    }
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
     mrb_ary_push(mrb, r, mrb_fixnum_value(status));
-    mrb_ary_push(mrb, r, hs);
+    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->hdr, (mrb_int)c->hlen));
     mrb_ary_push(mrb, r, mrb_str_new(mrb, c->body, (mrb_int)c->len));
     return r;
 }
 
 /* The calls of specs, set up (raises for a bad spec: the Data object
  * frees what was made). */
-static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
+static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, mrb_value specs, long run_left)
 {
     mrb_value holder;
     http_calls_t *calls;
@@ -532,9 +650,10 @@ static mrb_value make_calls(mrb_state *mrb, mrb_value specs, long run_left)
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
     }
     DATA_PTR(holder) = calls;
+    calls->vm = h;
     for (i = 0; i < n; i++) {
         calls->n = (int)i + 1;
-        t = setup(mrb, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        t = setup(mrb, h, &calls->call[i], mrb_ary_entry(specs, i), run_left);
         calls->longest = t > calls->longest ? t : calls->longest;
     }
     return holder;
@@ -561,7 +680,7 @@ static mrb_value results(mrb_state *mrb, mrb_value holder)
     for (i = 0; i < calls->n; i++) {
         mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
     }
-    calls_free(mrb, calls);
+    calls_release(calls, 1);
     DATA_PTR(holder) = NULL;
     return out;
 }
@@ -572,13 +691,15 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
     http_calls_t *calls;
+    http_vm_t *h;
     CURLM *m;
     int i;
 
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
-    m = vm_multi(mrb);
-    holder = make_calls(mrb, specs, mm_timeout_ms_left(mrb));
+    h = vm_http(mrb);
+    m = h->multi;
+    holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
     calls = DATA_PTR(holder);
     /* Nothing raises from here until the handles are out of m again. */
     attach(m, calls);
@@ -606,14 +727,16 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
     http_calls_t *calls;
+    http_vm_t *h;
     apr_time_t end;
     CURLM *m;
     int running;
 
     mrb_get_args(mrb, "A", &specs);
     mm_binding_run(mrb, "Apache::HTTP");
-    m = vm_multi(mrb);
-    holder = make_calls(mrb, specs, 0);
+    h = vm_http(mrb);
+    m = h->multi;
+    holder = make_calls(mrb, h, specs, 0);
     calls = DATA_PTR(holder);
     attach(m, calls);
     /* A service that answers at once (a near one, a kept connection)
@@ -642,8 +765,8 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
     long curl_ms = -1;
     int running;
 
-    if (calls->multi == NULL) {
-        return mrb_nil_value();
+    if (calls->multi == NULL || all_done(calls)) {
+        return mrb_nil_value(); /* (ended while __start waited) */
     }
     curl_multi_perform(calls->multi, &running);
     collect(calls->multi);
@@ -674,4 +797,5 @@ void mm_http_init(mrb_state *mrb)
     mrb_define_module_function(mrb, http, "__start", http_start, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__step", http_step, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__finish", http_finish, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, http, "__fields", http_fields, MRB_ARGS_REQ(1));
 }

@@ -80,6 +80,12 @@ cases = {
   'wrong_name' => -> { Apache::HTTP.get('https://127.0.0.1:%(port)d/hello', ca_file: '%(ca)s') },
   'unknown_ca' => -> { Apache::HTTP.get('https://localhost:%(port)d/hello') },
   'plain_to_tls' => -> { Apache::HTTP.get('http://localhost:%(port)d/hello') },
+  # the same URL again without ca_file, on the easy handle of the first
+  # call (a VM keeps it): the CA file is not kept with it
+  'then_unknown_ca' => -> {
+    Apache::HTTP.get('https://localhost:%(port)d/hello', ca_file: '%(ca)s')
+    Apache::HTTP.get('https://localhost:%(port)d/hello')
+  },
 }
 begin
   res = cases[Apache::Request.new.args].call
@@ -114,3 +120,10 @@ def test_a_ca_outside_the_system_store_is_refused_by_default(caller):
 def test_plain_http_to_a_tls_port_gets_the_backends_400(caller):
     r = caller.get("/call.mrb?plain_to_tls")
     assert r.text.startswith("400|"), r.text
+
+
+def test_a_ca_file_of_one_call_is_not_trusted_by_the_next(caller):
+    r = caller.get("/call.mrb?then_unknown_ca")
+    cls, msg = r.text.split("|", 1)
+    assert cls == "Apache::HTTP::TLSError", r.text
+    assert "certificate" in msg, r.text

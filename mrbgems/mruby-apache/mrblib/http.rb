@@ -1,43 +1,40 @@
 # Apache::HTTP, an HTTP client for scripts: the options, the responses and
 # the exceptions. The calls themselves are C (rb_http.c, on libcurl):
-# __perform takes specs and gives back, for each, [status, headers, body]
-# or [error class name, message].
+# __perform takes specs and gives back, for each, [status, header lines,
+# body] or [error class name, message].
 class Apache
   module HTTP
-    # A response's header fields; names compare without case.
+    # A response's header fields; names compare without case. The fields
+    # come as [name, value, name, value, ...] or as the header lines
+    # received (a String); they are split, paired and indexed by lower-case
+    # name when first asked for (many scripts read only the body).
     class Headers
       include Enumerable
 
-      def initialize(flat)
-        @pairs = []
-        @index = {}
-        i = 0
-        while i < flat.size
-          name = flat[i]
-          value = flat[i + 1]
-          @pairs << [name, value]
-          (@index[name.downcase] ||= []) << value
-          i += 2
-        end
+      def initialize(fields)
+        @fields = fields
+        @pairs = nil
+        @index = nil
       end
 
       # The field's value; several fields of that name joined with ", ".
       def [](name)
-        values = @index[name.to_s.downcase]
+        values = __index[name.to_s.downcase]
         values && values.join(', ')
       end
 
       # Every value of the field, in order (Set-Cookie), [] if absent.
       def get_all(name)
-        (@index[name.to_s.downcase] || []).dup
+        (__index[name.to_s.downcase] || []).dup
       end
 
       def key?(name)
-        @index.key?(name.to_s.downcase)
+        __index.key?(name.to_s.downcase)
       end
 
       # Each [name, value] as received, in order.
       def each(&block)
+        __index
         @pairs.each(&block)
         self
       end
@@ -45,18 +42,53 @@ class Apache
       # Lower-case names to values (joined as #[] joins them).
       def to_h
         h = {}
-        @index.each { |k, v| h[k] = v.join(', ') }
+        __index.each { |k, v| h[k] = v.join(', ') }
         h
+      end
+
+      def __index
+        return @index if @index
+        pairs = []
+        index = {}
+        flat = @fields
+        flat = HTTP.__fields(flat) if flat.is_a?(String)
+        i = 0
+        while i < flat.size
+          name = flat[i]
+          value = flat[i + 1]
+          pairs << [name, value]
+          (index[name.downcase] ||= []) << value
+          i += 2
+        end
+        @pairs = pairs
+        @index = index
       end
     end
 
     class Response
-      attr_reader :status, :headers, :body
+      attr_reader :status, :body
 
       def initialize(status, headers, body)
         @status = status
         @headers = headers
         @body = body
+      end
+
+      # A response of Apache::HTTP: its Headers are made from the header
+      # lines received when first read.
+      def self.__received(status, lines, body)
+        allocate.__received(status, lines, body)
+      end
+
+      def __received(status, lines, body)
+        @status = status
+        @lines = lines
+        @body = body
+        self
+      end
+
+      def headers
+        @headers || (@lines && (@headers = Headers.new(@lines)))
       end
 
       # 2xx.
@@ -73,11 +105,11 @@ class Apache
       OPTIONS = [:headers, :body, :timeout, :connect_timeout, :max_size, :redirects, :ca_file]
 
       def get(url, **opts)
-        request('GET', url, **opts)
+        __request('GET', url, opts)
       end
 
       def head(url, **opts)
-        request('HEAD', url, **opts)
+        __request('HEAD', url, opts)
       end
 
       def post(url, body: '', **opts)
@@ -89,11 +121,16 @@ class Apache
       end
 
       def delete(url, **opts)
-        request('DELETE', url, **opts)
+        __request('DELETE', url, opts)
       end
 
       # One call; its Response, or raises an Apache::HTTP::Error.
       def request(method, url, **opts)
+        __request(method, url, opts)
+      end
+
+      # #request with the options as a Hash (no second copy of it).
+      def __request(method, url, opts)
         r = __result(__run([__spec(method, url, opts)])[0])
         raise r if r.is_a?(Exception)
         r
@@ -131,6 +168,10 @@ class Apache
       # (all the calls that were redirected, at once), with what is left of
       # the call's timeout.
       def __run(specs)
+        # No call follows redirects (the common case): one round.
+        i = 0
+        i += 1 while i < specs.size && specs[i][7] == 0
+        return __round(specs) if i == specs.size
         current = specs.map { |s| s.dup }
         current.each { |s| s[7] = 0 } # libcurl follows none
         left = specs.map { |s| s[7] }
@@ -252,6 +293,7 @@ class Apache
       end
 
       def __spec(method, url, opts)
+        return [method.to_s.upcase, url, [], nil, TIMEOUT, CONNECT_TIMEOUT, MAX_SIZE, 0, nil] if opts.empty?
         opts.each_key do |k|
           raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
         end
@@ -260,8 +302,11 @@ class Apache
           raise ArgumentError, 'Apache::HTTP: redirects must be from 0 to 20'
         end
         flat = []
-        (opts[:headers] || {}).each do |k, v|
-          flat << k.to_s << v.to_s
+        headers = opts[:headers]
+        if headers
+          headers.each do |k, v|
+            flat << k.to_s << v.to_s
+          end
         end
         [method.to_s.upcase, url, flat, opts[:body],
          opts[:timeout] || TIMEOUT,
@@ -275,7 +320,7 @@ class Apache
         if r[0].is_a?(String)
           HTTP.const_get(r[0]).new(r[1])
         else
-          Response.new(r[0], Headers.new(r[1]), r[2])
+          Response.__received(r[0], r[1], r[2])
         end
       end
     end
