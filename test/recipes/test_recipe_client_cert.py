@@ -14,7 +14,7 @@ import pytest
 
 import tls
 from loopback import free_port
-from recipes import recipe_httpd, replace_file, server_root
+from recipes import recipe_httpd, replace_file, server_root, set_setting
 
 # The test's CA and certificates, made once for the module (httpd reads
 # them from here at start).
@@ -47,10 +47,18 @@ Listen 127.0.0.1:%(port)d
 
 FILES = {"htdocs/partners/price-list.csv": "item,price\nwidget,3\n", "htdocs/index.html": "home\n"}
 
-srv = recipe_httpd("client-cert", SITE, FILES)
 
-# Past the script's refresh: every thread has read the file again.
-REFRESH = 2.5
+
+def quick_refresh(server):
+    set_setting(server, "client_cert.rb", "CLIENT_CERTS_REFRESH", 0.5)
+
+
+srv = recipe_httpd("client-cert", SITE, FILES, settings=quick_refresh)
+
+# The script reads the file again every CLIENT_CERTS_REFRESH seconds (2 as
+# shipped): the tests set 0.5, and wait twice that for every thread to
+# have read it.
+REFRESH = 1.0
 
 
 def get(path, client=None, **kw):
