@@ -4,6 +4,7 @@ the output is the same."""
 
 import concurrent.futures
 import os
+import shutil
 import signal
 import socket
 import time
@@ -478,24 +479,38 @@ def test_client_disconnect_during_a_sleep(event_two_threads):
     assert (r.status, r.body) == (200, b"start after end")
 
 
+def while_asleep(srv, n, action):
+    """n requests to /sleeper; once all n are asleep (each has left its
+    mark: a connection the MPM accepted but no thread has read yet would be
+    closed by a stop or a restart, whatever mod_mruby does), action(), then
+    the sleepers are released. Returns their responses."""
+    marks = srv.path("sleepers")
+    shutil.rmtree(marks, ignore_errors=True)
+    os.makedirs(marks)
+    os.chmod(marks, 0o777)
+    with concurrent.futures.ThreadPoolExecutor(n) as pool:
+        sleepers = [pool.submit(srv.get, "/sleeper?%d" % i, timeout=90) for i in range(n)]
+        deadline = time.monotonic() + 60
+        while len(os.listdir(marks)) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(os.listdir(marks)) == n
+        action()
+        with open(os.path.join(marks, "release"), "w") as f:
+            f.write("go")
+        return [f.result() for f in sleepers]
+
+
 def test_graceful_restart_with_sleeping_requests(event_two_threads):
     srv = event_two_threads
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        sleepers = [pool.submit(srv.get, "/sleep1?%d" % i) for i in range(8)]
-        time.sleep(0.3)
-        srv.graceful()
-        results = [f.result() for f in sleepers]
+    results = while_asleep(srv, 8, lambda: srv.graceful(wait=False))
     assert [(r.status, r.body) for r in results] == [(200, b"start %d end" % i) for i in range(8)]
+    srv.graceful()  # the restart is complete
     assert srv.get("/fast").body == b"fast"
 
 
 def test_graceful_stop_with_sleeping_requests(make_httpd):
     srv = make_httpd("async-stop", "event", SLEEP_1S, mpm_conf=TWO_THREADS).start()
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        sleepers = [pool.submit(srv.get, "/sleep1?%d" % i) for i in range(4)]
-        time.sleep(0.3)
-        srv.signal(signal.SIGWINCH)
-        results = [f.result() for f in sleepers]
+    results = while_asleep(srv, 4, lambda: srv.signal(signal.SIGWINCH))
     assert [(r.status, r.body) for r in results] == [(200, b"start %d end" % i) for i in range(4)]
     srv.proc.wait(timeout=20)
     assert "AH00492: caught SIGWINCH, shutting down gracefully" in srv.error_log()
