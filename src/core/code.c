@@ -664,10 +664,19 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
     mrb_gc_register(vm->mrb, mrb_obj_value(proc));
     l->proc = proc;
     /* A script that names Async can sleep with Apache::Async.sleep, one
-     * that names HTTP can wait for Apache::HTTP's calls by sleeping: they
-     * run in a fiber. */
-    l->may_suspend = mm_mi_irep_names(mm_mi_proc_irep(proc), mrb_intern_lit(vm->mrb, "Async")) ||
-                     mm_mi_irep_names(mm_mi_proc_irep(proc), mrb_intern_lit(vm->mrb, "HTTP"));
+     * that names HTTP, Socket or Redis can wait for a service by sleeping:
+     * they run in a fiber. (One that reaches them through a method defined
+     * elsewhere does from its second run in the VM on: rb_async.c.) */
+    {
+        static const char *const names[] = {"Async", "HTTP", "Socket", "Redis"};
+        const mrb_irep *irep = mm_mi_proc_irep(proc);
+        size_t i;
+
+        l->may_suspend = 0;
+        for (i = 0; i < sizeof names / sizeof names[0] && !l->may_suspend; i++) {
+            l->may_suspend = mm_mi_irep_names(irep, mrb_intern_cstr(vm->mrb, names[i]));
+        }
+    }
 }
 
 mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,

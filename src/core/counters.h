@@ -16,6 +16,8 @@ typedef enum {
     MM_CTR_TIMEOUTS,       /* runs stopped by mrubyTimeout */
     MM_CTR_SUSPENDS,       /* requests put to sleep (event MPM), in all */
     MM_CTR_SUSPENDED,      /* requests asleep now (a gauge) */
+    MM_CTR_WAKES,          /* suspended scripts woken */
+    MM_CTR_IO_WAKES,       /* of which by a socket they waited on, before their time */
     MM_CTR_CODE_HITS,      /* runs whose bytecode the VM had loaded already */
     MM_CTR_CODE_LOADS,     /* bytecode loaded into a VM from the shared copy */
     MM_CTR_CODE_COMPILES,  /* script files compiled (new, or changed on disk) */

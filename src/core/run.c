@@ -176,6 +176,7 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         int timed_out;
 
         run->sleep = -1;
+        run->io.n = 0;
         mm_timeout_arm(run, &outer_timer);
         exc = mrb_protect_error(mrb, body, arg, &raised);
         timed_out = mm_timeout_disarm(run, &outer_timer);
@@ -238,6 +239,18 @@ static int execute(mm_run_t *run, mrb_protect_error_func *body, void *arg, mm_sl
         body = mm_fiber_resume;
         arg = run;
     }
+}
+
+int mm_run_wait_io(mm_run_t *run, int fd, int events)
+{
+    mm_io_t *io = &run->io;
+
+    if (io->n == MM_IO_MAX || fd < 0) {
+        return 0;
+    }
+    io->fd[io->n] = fd;
+    io->events[io->n++] = (unsigned char)events;
+    return 1;
 }
 
 /* mruby raises the same SystemStackError object every time, and gives an

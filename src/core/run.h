@@ -12,6 +12,18 @@
 
 #define MM_STATUS_UNSET INT_MIN
 
+/* Sockets whose readiness ends the script's next sleep early, as well as
+ * its time (suspend.c): Apache::HTTP and Apache::Socket set them just
+ * before they sleep, waiting for a backend; the sleep consumes them. */
+#define MM_IO_MAX 8
+#define MM_IO_IN  1
+#define MM_IO_OUT 2
+typedef struct {
+    int n;
+    int fd[MM_IO_MAX];
+    unsigned char events[MM_IO_MAX]; /* MM_IO_IN, MM_IO_OUT */
+} mm_io_t;
+
 /* One script run. Lives on the C stack of run_one (run.c), or, once the
  * script sleeps in its fiber, in the request's pool (suspend.c); the VM
  * points at it (vm->run) exactly while the script executes. */
@@ -33,6 +45,7 @@ typedef struct mm_run {
     mm_loaded_t *loaded;         /* the script, as loaded in vm */
     mrb_value fiber;             /* the fiber the script runs in, or nil (run directly) */
     apr_interval_time_t sleep;   /* set by Apache::Async.sleep before it yields; else -1 */
+    mm_io_t io;                  /* what else ends that sleep (mm_run_wait_io) */
     apr_interval_time_t timeout; /* mrubyTimeout for each stretch it runs; 0: none */
     void *escape;                /* the catch point (struct mrb_jmpbuf) of the
                                     stretch running now, for a hard stop */
@@ -52,6 +65,11 @@ typedef struct {
     int next;
     int result;
 } mm_slot_t;
+
+/* The script's next sleep also ends once fd is ready for events (MM_IO_IN,
+ * MM_IO_OUT), if the sleep suspends the request; at most MM_IO_MAX sockets
+ * (0 when there is no room: then only the sleep's time ends it). */
+int mm_run_wait_io(mm_run_t *run, int fd, int events);
 
 /* Runs a request phase's scripts in configuration order until one returns
  * something other than OK or DECLINED, and returns the phase's result

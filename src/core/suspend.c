@@ -35,7 +35,6 @@
  * over at the end of the callback that woke the script. */
 
 #include "apr_atomic.h"
-#include "apr_thread_cond.h"
 #include "apr_thread_proc.h"
 #include "httpd.h"
 #include "http_connection.h"
@@ -47,7 +46,14 @@
 
 #include <mruby.h>
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mod_mruby.h"
 #include "suspend.h"
@@ -70,6 +76,10 @@ struct mm_sleeper {
     int status;         /* the slot's state in our suspend_connection hook */
     apr_uint32_t began; /* its VM's count of connections then */
     apr_time_t hooked;  /* when the hook ran */
+    /* The sockets of run.io the alarm thread watches for it (see arm). */
+    int armed;
+    int armed_fd[MM_IO_MAX];
+    int by_io; /* woken by one of them */
 };
 
 /* How often the alarm thread looks again at a first sleep whose worker
@@ -80,14 +90,24 @@ struct mm_sleeper {
 #define MM_LEFT_GRACEFUL apr_time_from_msec(100)
 
 /* The child's alarm thread and the sleepers it waits for, by due time.
- * Created in child_init (event MPM only), stopped when the child exits. */
+ * Created in child_init (event MPM only), stopped when the child exits.
+ * It waits in epoll_wait: for the first sleeper's time, for an eventfd
+ * (an earlier sleeper, or stop), and for the sockets sleepers wait on
+ * (mm_run_wait_io), each registered one-shot with its descriptor's number
+ * as its data and found again through by_fd. */
 static struct {
     apr_thread_t *thread;
     apr_thread_mutex_t *lock;        /* guards all below */
-    apr_thread_cond_t *cond;         /* signalled for an earlier sleeper, or stop */
+    int epfd;                        /* the epoll instance */
+    int evfd;                        /* written for an earlier sleeper, or stop */
     struct mm_sleeper *first, *last; /* waiting sleepers, by due time */
+    struct mm_sleeper **by_fd;       /* the sleeper watching each descriptor, or NULL */
+    int nby_fd;
     int stop;
 } alarms;
+
+/* The eventfd's data in the epoll set (a descriptor's is its number). */
+#define MM_ALARM_SIGNAL UINT64_MAX
 
 int mm_suspend_possible(const mm_run_t *run)
 {
@@ -139,6 +159,9 @@ static void wake(void *baton)
     int result;
 
     previous = mm_vm_enter(vm);
+    mm_ctr_add(vm->ctr, MM_CTR_WAKES, 1);
+    mm_ctr_add(vm->ctr, MM_CTR_IO_WAKES, z->by_io);
+    z->by_io = 0;
     result = mm_run_wake(&z->run, &z->slot);
     mm_vm_leave(vm, previous);
     if (result == SUSPENDED) {
@@ -161,7 +184,11 @@ static void insert(struct mm_sleeper *z)
 {
     struct mm_sleeper *at;
 
-    for (at = alarms.last; at && at->due > z->due; at = at->prev) {
+    if (alarms.first && z->due < alarms.first->due) {
+        at = NULL; /* a socket is ready: it goes first */
+    } else {
+        for (at = alarms.last; at && at->due > z->due; at = at->prev) {
+        }
     }
     z->prev = at;
     z->next = at ? at->next : alarms.first;
@@ -169,13 +196,104 @@ static void insert(struct mm_sleeper *z)
     *(at ? &at->next : &alarms.first) = z;
 }
 
+/* Takes z off the list (under alarms.lock). */
+static void unlink_sleeper(struct mm_sleeper *z)
+{
+    *(z->prev ? &z->prev->next : &alarms.first) = z->next;
+    *(z->next ? &z->next->prev : &alarms.last) = z->prev;
+    z->next = z->prev = NULL;
+}
+
+/* Wakes the alarm thread from its epoll_wait. */
+static void signal_alarms(void)
+{
+    uint64_t one = 1;
+    ssize_t n;
+
+    do {
+        n = write(alarms.evfd, &one, sizeof one);
+    } while (n < 0 && errno == EINTR);
+}
+
+/* Room in by_fd for descriptor fd (under alarms.lock). */
+static int fd_room(int fd)
+{
+    struct mm_sleeper **grown;
+    int n;
+
+    if (fd < alarms.nby_fd) {
+        return 1;
+    }
+    n = alarms.nby_fd ? alarms.nby_fd : 256;
+    while (n <= fd) {
+        n *= 2;
+    }
+    grown = realloc(alarms.by_fd, (size_t)n * sizeof *grown);
+    if (grown == NULL) {
+        return 0;
+    }
+    memset(grown + alarms.nby_fd, 0, (size_t)(n - alarms.nby_fd) * sizeof *grown);
+    alarms.by_fd = grown;
+    alarms.nby_fd = n;
+    return 1;
+}
+
+/* Watches the sockets z's script waits on (under alarms.lock). A socket
+ * another sleeper watches, or that epoll refuses, is skipped: then only
+ * the sleep's time ends it (the script's sleeps are short for that).
+ * Registrations are one-shot: one whose descriptor was closed and its
+ * number reused (a connection closed by another request of the same VM)
+ * wakes a sleeper at most once, for nothing. */
+static void arm(struct mm_sleeper *z)
+{
+    const mm_io_t *io = &z->run.io;
+    int i;
+
+    z->armed = 0;
+    for (i = 0; i < io->n; i++) {
+        struct epoll_event ev;
+        int fd = io->fd[i];
+
+        if (!fd_room(fd) || alarms.by_fd[fd] != NULL) {
+            continue;
+        }
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLONESHOT | ((io->events[i] & MM_IO_IN) ? EPOLLIN : 0) |
+                    ((io->events[i] & MM_IO_OUT) ? EPOLLOUT : 0);
+        ev.data.u64 = (uint64_t)fd;
+        if (epoll_ctl(alarms.epfd, EPOLL_CTL_ADD, fd, &ev) != 0 &&
+            (errno != EEXIST || epoll_ctl(alarms.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)) {
+            continue;
+        }
+        alarms.by_fd[fd] = z;
+        z->armed_fd[z->armed++] = fd;
+    }
+}
+
+/* Stops watching z's sockets (under alarms.lock). */
+static void disarm(struct mm_sleeper *z)
+{
+    int i;
+
+    for (i = 0; i < z->armed; i++) {
+        int fd = z->armed_fd[i];
+
+        if (alarms.by_fd[fd] == z) {
+            alarms.by_fd[fd] = NULL;
+            epoll_ctl(alarms.epfd, EPOLL_CTL_DEL, fd, NULL); /* ENOENT once closed */
+        }
+    }
+    z->armed = 0;
+}
+
 static void schedule(struct mm_sleeper *z)
 {
     z->handed = 1;
     apr_thread_mutex_lock(alarms.lock);
     insert(z);
+    arm(z);
     if (alarms.first == z) {
-        apr_thread_cond_signal(alarms.cond);
+        signal_alarms();
     }
     apr_thread_mutex_unlock(alarms.lock);
 }
@@ -221,6 +339,56 @@ static struct mm_sleeper *unschedule_first(void)
     return z;
 }
 
+/* Waits (without alarms.lock) until the first sleeper is due, the eventfd
+ * is written or a watched socket is ready; then wakes the sleepers whose
+ * sockets are ready (they go first, due now). */
+static void await(void)
+{
+    struct epoll_event ev[64];
+    apr_interval_time_t wait = -1;
+    int i, n;
+
+    if (alarms.first) {
+        wait = alarms.first->due - apr_time_now();
+        if (wait < 0) {
+            wait = 0;
+        }
+    }
+    apr_thread_mutex_unlock(alarms.lock);
+    {
+        struct timespec ts;
+
+        ts.tv_sec = (time_t)apr_time_sec(wait);
+        ts.tv_nsec = (long)apr_time_usec(wait) * 1000;
+        n = epoll_pwait2(alarms.epfd, ev, 64, wait < 0 ? NULL : &ts, NULL);
+        if (n < 0 && errno == ENOSYS) { /* a kernel older than 5.11: whole milliseconds */
+            n = epoll_wait(alarms.epfd, ev, 64, wait < 0 ? -1 : (int)((wait + 999) / 1000));
+        }
+    }
+    apr_thread_mutex_lock(alarms.lock);
+    for (i = 0; i < n; i++) {
+        struct mm_sleeper *z;
+        uint64_t fd = ev[i].data.u64;
+
+        if (fd == MM_ALARM_SIGNAL) {
+            uint64_t count;
+
+            if (read(alarms.evfd, &count, sizeof count) < 0) {
+                /* nothing was there (EAGAIN): another look will do */
+            }
+            continue;
+        }
+        z = fd < (uint64_t)alarms.nby_fd ? alarms.by_fd[fd] : NULL;
+        if (z) {
+            disarm(z);
+            unlink_sleeper(z);
+            z->by_io = 1;
+            z->due = apr_time_now();
+            insert(z);
+        }
+    }
+}
+
 static void *APR_THREAD_FUNC alarm_main(apr_thread_t *thread, void *unused)
 {
     apr_thread_mutex_lock(alarms.lock);
@@ -228,16 +396,13 @@ static void *APR_THREAD_FUNC alarm_main(apr_thread_t *thread, void *unused)
         struct mm_sleeper *z;
         apr_time_t now;
 
-        if (alarms.first == NULL) {
-            apr_thread_cond_wait(alarms.cond, alarms.lock);
-            continue;
-        }
         now = apr_time_now();
-        if (alarms.first->due > now) {
-            apr_thread_cond_timedwait(alarms.cond, alarms.lock, alarms.first->due - now);
+        if (alarms.first == NULL || alarms.first->due > now) {
+            await();
             continue;
         }
         z = unschedule_first();
+        disarm(z);
         if (z->pending) {
             if (!worker_left(z, now)) {
                 z->due = now + MM_LEFT_RECHECK;
@@ -263,10 +428,15 @@ static apr_status_t alarms_stop(void *unused)
 
     apr_thread_mutex_lock(alarms.lock);
     alarms.stop = 1;
-    apr_thread_cond_signal(alarms.cond);
+    signal_alarms();
     apr_thread_mutex_unlock(alarms.lock);
     apr_thread_join(&rv, alarms.thread);
     alarms.thread = NULL;
+    close(alarms.epfd);
+    close(alarms.evfd);
+    free(alarms.by_fd);
+    alarms.by_fd = NULL;
+    alarms.nby_fd = 0;
     return APR_SUCCESS;
 }
 
@@ -275,18 +445,38 @@ void mm_suspend_child_init(apr_pool_t *pchild, server_rec *s)
     apr_status_t rv;
 
     memset(&alarms, 0, sizeof alarms);
+    alarms.epfd = alarms.evfd = -1;
     if (!mm_vm_async) {
         return;
     }
     rv = apr_thread_mutex_create(&alarms.lock, APR_THREAD_MUTEX_DEFAULT, pchild);
     if (rv == APR_SUCCESS) {
-        rv = apr_thread_cond_create(&alarms.cond, pchild);
+        alarms.epfd = epoll_create1(EPOLL_CLOEXEC);
+        alarms.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (alarms.epfd >= 0 && alarms.evfd >= 0) {
+            struct epoll_event ev;
+
+            memset(&ev, 0, sizeof ev);
+            ev.events = EPOLLIN;
+            ev.data.u64 = MM_ALARM_SIGNAL;
+            if (epoll_ctl(alarms.epfd, EPOLL_CTL_ADD, alarms.evfd, &ev) != 0) {
+                rv = APR_FROM_OS_ERROR(errno);
+            }
+        } else {
+            rv = APR_FROM_OS_ERROR(errno);
+        }
     }
     if (rv == APR_SUCCESS) {
         rv = apr_thread_create(&alarms.thread, NULL, alarm_main, NULL, pchild);
     }
     if (rv != APR_SUCCESS) {
         alarms.thread = NULL;
+        if (alarms.epfd >= 0) {
+            close(alarms.epfd);
+        }
+        if (alarms.evfd >= 0) {
+            close(alarms.evfd);
+        }
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      MM_LOGNO(00062) "cannot start the alarm thread: Apache::Async.sleep will block");
         return;

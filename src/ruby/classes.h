@@ -9,10 +9,14 @@
 #include "run.h"
 
 /* One init function per class file (binding.c calls them in order). */
-void mm_apache_init(mrb_state *mrb);     /* rb_apache.c: Apache */
-void mm_table_init(mrb_state *mrb);      /* rb_table.c: Apache::Headers_in, ... */
-void mm_request_init(mrb_state *mrb);    /* rb_request.c: Apache::Request */
-void mm_async_init(mrb_state *mrb);      /* rb_async.c: Apache::Async */
+void mm_apache_init(mrb_state *mrb);  /* rb_apache.c: Apache */
+void mm_table_init(mrb_state *mrb);   /* rb_table.c: Apache::Headers_in, ... */
+void mm_request_init(mrb_state *mrb); /* rb_request.c: Apache::Request */
+void mm_async_init(mrb_state *mrb);   /* rb_async.c: Apache::Async */
+/* rb_async.c: the script's next Apache::Async.sleep, if it suspends the
+ * request, also ends once fd is ready for events (MM_IO_IN, MM_IO_OUT:
+ * run.h). 0 when it would not suspend, or has no room for another. */
+int mm_async_wait_io(mrb_state *mrb, int fd, int events);
 void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
 void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */

@@ -61,10 +61,26 @@ static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
     return mrb_false_value();
 }
 
+int mm_async_wait_io(mrb_state *mrb, int fd, int events)
+{
+    mm_run_t *run = mm_binding_run(mrb, "Apache::Async");
+
+    return can_yield(mrb, run) && mm_run_wait_io(run, fd, events);
+}
+
+/* Apache::Async.__watching?: whether the script's next sleep ends once a
+ * socket it waits on is ready (mm_async_wait_io): then the sleep may be
+ * long. */
+static mrb_value async_watching(mrb_state *mrb, mrb_value self)
+{
+    return mrb_bool_value(mm_binding_run(mrb, "Apache::Async")->io.n > 0);
+}
+
 void mm_async_init(mrb_state *mrb)
 {
     struct RClass *async = mrb_define_module_under(mrb, mm_binding_apache(mrb), "Async");
 
     mrb_define_module_function(mrb, async, "sleep", async_sleep, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, async, "__suspendable?", async_suspendable, MRB_ARGS_NONE());
+    mrb_define_module_function(mrb, async, "__watching?", async_watching, MRB_ARGS_NONE());
 }

@@ -8,6 +8,11 @@
 
 #include "httpd.h"
 
+/* curl_multi_socket_all drives the calls as curl_multi_perform does and
+ * then tells the socket callback what each socket waits for: the one call
+ * that does both, deprecated in favour of an event loop of curl's own. */
+#define CURL_DISABLE_DEPRECATION
+
 #include <mruby.h>
 #include <mruby/array.h>
 #include <mruby/class.h>
@@ -21,6 +26,7 @@
 #include <time.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "curl_defaults.h"
 #include "parse.h"
 #include "thread.h"
@@ -61,6 +67,16 @@ typedef struct {
     char *last_url;
     CURLU *last_parsed;
     unsigned long last_gen; /* counts the last_url there has been */
+    /* The sockets of the calls in the multi handle, as its socket callback
+     * last said (updated by curl_multi_socket_all): what each waits for,
+     * and for which call. A suspended script's sleep ends when its
+     * calls' sockets are ready. */
+    struct http_sock {
+        curl_socket_t s;
+        CURL *easy;
+        int what; /* CURL_POLL_IN, _OUT, _INOUT */
+    } * socks;
+    int nsocks, capsocks;
 } http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
@@ -149,7 +165,42 @@ static apr_status_t http_vm_cleanup(void *p)
     free(h->last_url);
     curl_url_cleanup(h->last_parsed);
     curl_multi_cleanup(h->multi);
+    free(h->socks);
     return APR_SUCCESS;
+}
+
+/* The multi handle's socket callback: notes what s waits for, and for
+ * which easy handle (only compared, never used: it may be gone later). */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    http_vm_t *h = userp;
+    int i;
+
+    for (i = 0; i < h->nsocks && h->socks[i].s != s; i++) {
+    }
+    if (what == CURL_POLL_REMOVE) {
+        if (i < h->nsocks) {
+            h->socks[i] = h->socks[--h->nsocks];
+        }
+        return 0;
+    }
+    if (i == h->nsocks) {
+        if (h->nsocks == h->capsocks) {
+            int cap = h->capsocks ? 2 * h->capsocks : 8;
+            struct http_sock *grown = realloc(h->socks, (size_t)cap * sizeof *grown);
+
+            if (grown == NULL) {
+                return 0; /* not watched: the script's sleeps are short for that */
+            }
+            h->socks = grown;
+            h->capsocks = cap;
+        }
+        h->nsocks++;
+    }
+    h->socks[i].s = s;
+    h->socks[i].easy = easy;
+    h->socks[i].what = what;
+    return 0;
 }
 
 /* The VM's libcurl state. Made on first use; cleaned up with the VM's
@@ -169,6 +220,8 @@ static http_vm_t *vm_http(mrb_state *mrb)
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
         }
         curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
+        curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
         apr_pool_userdata_set(h, "mm_http_multi", http_vm_cleanup, vm->pool);
         p = h;
     }
@@ -745,7 +798,7 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
      * connection alive. */
     end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
     for (;;) {
-        curl_multi_perform(m, &running);
+        curl_multi_socket_all(m, &running);
         collect(m);
         if (all_done(calls) || mm_thread_now() >= end) {
             break;
@@ -758,6 +811,41 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
 /* The waits between two looks: short at first (an answer from a near
  * service comes in a millisecond or two), then longer, at most this. */
 #define HTTP_PAUSE_MAX 16
+/* The longest sleep when the calls' sockets end it as soon as they are
+ * ready: a bound on what a missed wake could cost. */
+#define HTTP_WATCHED_MAX 1000
+
+/* Has the script's next sleep end when the sockets of the calls still
+ * running are ready: 1 if it will, 0 if some call's socket is not known
+ * (or the sleep would not suspend the request). */
+static int watch_sockets(mrb_state *mrb, http_calls_t *calls)
+{
+    http_vm_t *h = calls->vm;
+    int i, j, found;
+
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].done) {
+            continue;
+        }
+        found = 0;
+        for (j = 0; j < h->nsocks; j++) {
+            if (h->socks[j].easy == calls->call[i].easy) {
+                int what = h->socks[j].what;
+
+                if (!mm_async_wait_io(mrb, (int)h->socks[j].s,
+                                      ((what & CURL_POLL_IN) ? MM_IO_IN : 0) |
+                                          ((what & CURL_POLL_OUT) ? MM_IO_OUT : 0))) {
+                    return 0;
+                }
+                found = 1;
+            }
+        }
+        if (!found) {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 static mrb_value http_step(mrb_state *mrb, mrb_value self)
 {
@@ -768,14 +856,18 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
     if (calls->multi == NULL || all_done(calls)) {
         return mrb_nil_value(); /* (ended while __start waited) */
     }
-    curl_multi_perform(calls->multi, &running);
+    curl_multi_socket_all(calls->multi, &running);
     collect(calls->multi);
     if (all_done(calls)) {
         return mrb_nil_value();
     }
-    calls->pause = calls->pause ? calls->pause * 2 : 1;
-    if (calls->pause > HTTP_PAUSE_MAX) {
-        calls->pause = HTTP_PAUSE_MAX;
+    if (watch_sockets(mrb, calls)) {
+        calls->pause = HTTP_WATCHED_MAX;
+    } else {
+        calls->pause = calls->pause ? calls->pause * 2 : 1;
+        if (calls->pause > HTTP_PAUSE_MAX) {
+            calls->pause = HTTP_PAUSE_MAX;
+        }
     }
     curl_multi_timeout(calls->multi, &curl_ms);
     return mrb_fixnum_value(curl_ms >= 0 && curl_ms < (long)calls->pause ? curl_ms : (long)calls->pause);

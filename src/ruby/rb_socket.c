@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "classes.h"
 #include "curl_defaults.h"
 #include "timeout.h"
 #include "vm.h"
@@ -147,6 +148,17 @@ static int wait_ready(CURL *easy, short events, long ms)
     return n != 0;
 }
 
+/* The socket was not ready: the script's next sleep (if it suspends the
+ * request) ends as soon as it is. */
+static void watch(mrb_state *mrb, CURL *easy, int events)
+{
+    curl_socket_t fd;
+
+    if (curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK && fd != CURL_SOCKET_BAD) {
+        mm_async_wait_io(mrb, (int)fd, events);
+    }
+}
+
 /* wait_ms, no longer than the script's mrubyTimeout leaves it. */
 static long wait_ms(mrb_state *mrb, mrb_int wait)
 {
@@ -185,6 +197,7 @@ static mrb_value sock_send(mrb_state *mrb, mrb_value self)
     }
     if (rc == CURLE_AGAIN) {
         mm_timeout_expired(mrb); /* raises if the script's time is up */
+        watch(mrb, s->easy, MM_IO_OUT);
         return mrb_fixnum_value(0);
     }
     if (rc != CURLE_OK) {
@@ -213,6 +226,7 @@ static mrb_value sock_recv(mrb_state *mrb, mrb_value self)
     }
     if (rc == CURLE_AGAIN) {
         mm_timeout_expired(mrb); /* raises if the script's time is up */
+        watch(mrb, s->easy, MM_IO_IN);
         return mrb_str_new_lit(mrb, "");
     }
     if (rc != CURLE_OK) {

@@ -58,7 +58,7 @@ LoadModule status_module /usr/lib/apache2/modules/mod_status.so
 """
 
 NAMES = ("children", "vms_alive", "vms_created", "runs", "exceptions", "timeouts", "suspends", "suspended",
-         "code_hits", "code_loads", "code_compiles", "cache_ops", "cache_errors", "timer_runs", "timer_failures")
+         "wakes", "io_wakes", "code_hits", "code_loads", "code_compiles", "cache_ops", "cache_errors", "timer_runs", "timer_failures")
 AUTO = {"vms_alive": "MrubyVMs", "vms_created": "MrubyVMsCreated"}
 KEYS = tuple(AUTO.get(n, "Mruby" + "".join(w.capitalize() for w in n.split("_"))) for n in NAMES)
 

@@ -243,6 +243,10 @@ def caller(request, backend, evil):
     srv.env.update(http_proxy=dead_proxy, https_proxy=dead_proxy, all_proxy=dead_proxy)
     for rel, text in scripts(backend.port, evil.port, refused).items():
         srv.write(rel, text)
+    srv.write("htdocs/counters.mrb", "c = Apache::Status.counters\n"
+              "Apache.rputs [c['wakes'], c['io_wakes']].join(' ')\n")
+    srv.write("htdocs/wait400.mrb", "Apache.rputs Apache::HTTP.get('http://127.0.0.1:%d/slow?400').body\n"
+              % backend.port)
     srv.write("htdocs/limited.mrb", "Apache::HTTP.get('http://127.0.0.1:%d/slow?1000')\n"
               "Apache.rputs 'answered'\n" % backend.port)
     yield from serving(srv)
@@ -358,6 +362,29 @@ def test_mruby_timeout_bounds_a_blocking_call_not_a_suspended_one(caller):
         assert r.status == 503
         assert "answered" not in r.text
         caller.wait_log(r"limited\.mrb raised Apache::Timeout")
+
+
+def test_a_suspended_call_wakes_when_its_socket_is_ready(caller):
+    """A backend that answers after 400 ms: on the event MPM the script
+    sleeps until the call's socket is ready, and is woken by it (once or
+    twice, not at every one of some 30 short sleeps, as a script that
+    looked again every few milliseconds would be); elsewhere it blocks and
+    is never woken."""
+    def counts():
+        return [int(n) for n in caller.ok("/counters.mrb").text.split()]
+
+    caller.ok("/wait400.mrb")  # the VMs' connections to the backend exist
+    wakes, io_wakes = counts()
+    t = time.time()
+    assert caller.ok("/wait400.mrb").text == "slept 400"
+    took = time.time() - t
+    wakes2, io_wakes2 = counts()
+    assert took >= 0.4
+    if caller.mpm == "event":
+        assert 1 <= io_wakes2 - io_wakes <= wakes2 - wakes <= 3, (wakes, io_wakes, wakes2, io_wakes2)
+        assert took < 0.45, took  # woken when the answer came
+    else:
+        assert (wakes2, io_wakes2) == (wakes, io_wakes) == (0, 0)
 
 
 def test_waiting_calls_free_the_worker_threads_on_event(make_httpd, backend):

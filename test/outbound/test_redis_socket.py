@@ -189,6 +189,8 @@ def server(request, redis, lines):
     ports = {"redis": redis.port, "lines": lines.port, "refused": free_port()}
     srv.write("htdocs/t.mrb", SCRIPT % ports)
     srv.write("htdocs/token.mrb", TOKEN % ports)
+    srv.write("htdocs/counters.mrb", "c = Apache::Status.counters\n"
+              "Apache.rputs [c['wakes'], c['io_wakes']].join(' ')\n")
     yield from serving(srv)
 
 
@@ -217,6 +219,22 @@ def test_a_socket_that_timed_out_is_closed_not_pooled(server):
 def test_socket_lines_and_reads_across_packets(server):
     r = server.ok("/t.mrb?lines")
     assert r.text == 'hello\r\n|partial\r\n|"AB"|nil'
+
+
+def test_a_socket_wait_ends_when_the_data_comes(server):
+    """The peer sends the rest of a line 300 ms after its first part: on
+    the event MPM the script sleeps until the socket is readable and is
+    woken by it, not every few milliseconds; elsewhere the read blocks."""
+    def counts():
+        return [int(n) for n in server.ok("/counters.mrb").text.split()]
+
+    wakes, io_wakes = counts()
+    assert server.ok("/t.mrb?lines").text == 'hello\r\n|partial\r\n|"AB"|nil'
+    wakes2, io_wakes2 = counts()
+    if server.mpm == "event":
+        assert 1 <= io_wakes2 - io_wakes <= wakes2 - wakes <= 4, (wakes, io_wakes, wakes2, io_wakes2)
+    else:
+        assert (wakes2, io_wakes2) == (wakes, io_wakes) == (0, 0)
 
 
 def test_a_read_that_gets_nothing_times_out(server):

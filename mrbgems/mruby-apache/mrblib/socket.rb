@@ -165,7 +165,7 @@ class Apache
 
     # Runs the block (given the ms it may wait) until it has an answer other
     # than :again; by sleeping between tries where the request can be
-    # suspended, else by letting the block wait.
+    # suspended (until the socket is ready), else by letting the block wait.
     def __wait(deadline, what)
       suspend = Apache::Async.__suspendable?
       pause = 1
@@ -180,8 +180,13 @@ class Apache
         got = yield(suspend && left > 2 ? 2 : left) # 2 ms before a suspension
         return got unless got == :again
         next unless suspend
-        Apache::Async.sleep(pause < left ? pause : left)
-        pause = pause < 8 ? pause * 2 : 16
+        if Apache::Async.__watching?
+          # woken as soon as the socket is ready: the time is a last resort
+          Apache::Async.sleep(left < 1000 ? left : 1000)
+        else
+          Apache::Async.sleep(pause < left ? pause : left)
+          pause = pause < 8 ? pause * 2 : 16
+        end
       end
     end
   end
