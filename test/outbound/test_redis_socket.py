@@ -361,9 +361,11 @@ s.keepalive
 Apache.rputs line.chomp + ' ' + Process.pid.to_s
 """
 
-# Each request waits on a list of its own, in a database no other test uses
-# (its connections can be told apart in CLIENT LIST).
-GRACE_DB = 9
+# Each request waits on a list of its own, in a database no other test
+# uses, one per test and MPM (their connections can be told apart in
+# CLIENT LIST, none left from the test before).
+RESTART_DB = {"prefork": 9, "worker": 10, "event": 11}
+STOP_DB = {"prefork": 12, "worker": 13, "event": 14}
 BLOCKED_REDIS = r"""
 tok = Apache::Request.new.args
 db = Apache::Redis.new(port: %(redis)d, db: %(db)d, timeout: 20000)
@@ -377,10 +379,10 @@ Apache.rputs got.join('=') + ' ' + Process.pid.to_s
 EIGHT_AT_ONCE = {"prefork": dict(StartServers=10, MinSpareServers=10, MaxSpareServers=12)}
 
 
-def grace_server(make_httpd, mpm, ports):
+def grace_server(make_httpd, mpm, ports, db):
     srv = make_httpd("grace-outbound", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=EIGHT_AT_ONCE)
     srv.write("htdocs/held.mrb", HELD_SOCKET % ports)
-    srv.write("htdocs/blpop.mrb", BLOCKED_REDIS % dict(ports, db=GRACE_DB))
+    srv.write("htdocs/blpop.mrb", BLOCKED_REDIS % dict(ports, db=db))
     return srv.start()
 
 
@@ -431,9 +433,9 @@ def assert_quiet(srv):
     assert not bad, "\n".join(bad)
 
 
-def push(redis, key, value):
-    """RPUSH to the requests' database."""
-    subprocess.run([REDIS_CLI, "-p", str(redis.port), "-n", str(GRACE_DB), "RPUSH", key, value],
+def push(redis, db, key, value):
+    """RPUSH in database db."""
+    subprocess.run([REDIS_CLI, "-p", str(redis.port), "-n", str(db), "RPUSH", key, value],
                    capture_output=True, timeout=10, check=True)
 
 
@@ -442,15 +444,16 @@ def blocked(redis):
     return int(re.search(r"blocked_clients:(\d+)", info).group(1))
 
 
-def clients_of_grace_db(redis):
-    return sum(1 for line in redis.cli("CLIENT", "LIST").splitlines() if " db=%d " % GRACE_DB in line)
+def clients_of(redis, db):
+    """How many connections redis-server has in database db."""
+    return sum(1 for line in redis.cli("CLIENT", "LIST").splitlines() if " db=%d " % db in line)
 
 
 def test_socket_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, mpm, redis, held):
     """Eight requests wait on their sockets when httpd restarts gracefully:
     each gets its own answer, from the old generation; the new one makes
     such calls too."""
-    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port})
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, RESTART_DB[mpm])
     old, signal_ = restart_signal(srv)
     results = in_flight(srv, ["/held.mrb?%s-%d" % (mpm, i) for i in range(8)],
                         lambda: held.arrived, signal_, held.release)
@@ -468,14 +471,15 @@ def test_redis_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd
     httpd restarts gracefully: each gets its own value, pushed once the new
     generation runs; the old generation's connections are closed when it
     exits, and the new one's pool works."""
-    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port})
+    db = RESTART_DB[mpm]
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, db)
     toks = ["%s-%d-%d" % (mpm, os.getpid(), i) for i in range(8)]
     old, signal_ = restart_signal(srv)
 
     def release():
-        assert clients_of_grace_db(redis) == 8
+        assert clients_of(redis, db) == 8
         for t in toks:
-            push(redis, "grace:" + t, "v" + t)
+            push(redis, db, "grace:" + t, "v" + t)
 
     results = in_flight(srv, ["/blpop.mrb?" + t for t in toks], lambda: blocked(redis), signal_, release)
     bodies, pids = answers(srv, results)
@@ -483,27 +487,28 @@ def test_redis_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd
     assert pids <= set(old), (pids, old)
     procs.wait_gone(old, 20)
     deadline = time.monotonic() + 5
-    while clients_of_grace_db(redis) and time.monotonic() < deadline:
+    while clients_of(redis, db) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert clients_of_grace_db(redis) == 0, redis.cli("CLIENT", "LIST")
-    push(redis, "grace:after-" + mpm, "new")
+    assert clients_of(redis, db) == 0, redis.cli("CLIENT", "LIST")
+    push(redis, db, "grace:after-" + mpm, "new")
     bodies, pids = answers(srv, [srv.ok("/blpop.mrb?after-" + mpm)])
     assert bodies == ["grace:after-%s=new" % mpm] and not pids & set(old)
-    assert clients_of_grace_db(redis) == 1
+    assert clients_of(redis, db) == 1
     assert_quiet(srv)
 
 
 def test_calls_in_flight_end_normally_across_a_graceful_stop(make_httpd, mpm, redis, held):
     """Four requests on sockets and four in BLPOP when httpd is told to
     stop gracefully: each gets its answer, then httpd exits."""
-    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port})
+    db = STOP_DB[mpm]
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, db)
     toks = ["stop-%s-%d-%d" % (mpm, os.getpid(), i) for i in range(4)]
     paths = ["/held.mrb?%s" % t for t in toks] + ["/blpop.mrb?%s" % t for t in toks]
 
     def release():
         held.release()
         for t in toks:
-            push(redis, "grace:" + t, "v" + t)
+            push(redis, db, "grace:" + t, "v" + t)
 
     results = in_flight(srv, paths, lambda: held.arrived + blocked(redis), stop_signal(srv), release)
     bodies, _ = answers(srv, results)
