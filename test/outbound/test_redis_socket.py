@@ -1,17 +1,22 @@
 """Apache::Socket and Apache::Redis against a redis-server the test starts
 (and a Python line server for the socket's reads), from a server on each
 MPM: commands, replies of every type, errors, pipelines, the pool, and
-timeouts; on the event MPM waits suspend the request."""
+timeouts; on the event MPM waits suspend the request; calls in flight
+across a graceful restart or stop."""
 
 import concurrent.futures
+import os
+import re
+import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
 import procs
-from cache_servers import backend_fixture
+from cache_servers import REDIS_CLI, backend_fixture
 from httpd import MPMS, Httpd, serving
 from loopback import free_port
 
@@ -301,3 +306,230 @@ def test_dropped_sockets_are_collected_before_descriptors_run_out(make_httpd, mp
     # past half the limit each VM collects before its next socket: a few
     # more than 128 may be open then, in the threads' VMs at once
     assert max(fds.values()) < 200, fds
+
+
+# Graceful restarts and stops with calls in flight. Each request holds a
+# connection its peer does not answer until the test says so; the test
+# signals httpd only once every request has reached its peer (is inside
+# its script: on the event MPM a connection accepted but not yet read
+# would be closed by the stop or restart itself, whatever mod_mruby
+# does), and answers them only once the signal has taken effect.
+
+class HeldLines:
+    """A line server that answers each line 'tok' with 'got tok' only once
+    released; counts the lines that arrived."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.arrived = 0
+        self.lock = threading.Lock()
+        self.released = threading.Event()
+        self.conns = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        try:
+            for line in conn.makefile("rb"):
+                with self.lock:
+                    self.arrived += 1
+                self.released.wait(60)
+                conn.sendall(b"got " + line)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def release(self):
+        self.released.set()
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def held():
+    srv = HeldLines()
+    yield srv
+    srv.close()
+
+
+HELD_SOCKET = r"""
+tok = Apache::Request.new.args
+s = Apache::Socket.tcp('127.0.0.1', %(held)d, timeout: 20000)
+s.write(tok + "\n")
+line = s.gets
+s.keepalive
+Apache.rputs line.chomp + ' ' + Process.pid.to_s
+"""
+
+# Each request waits on a list of its own, in a database no other test
+# uses, one per test and MPM (their connections can be told apart in
+# CLIENT LIST, none left from the test before).
+RESTART_DB = {"prefork": 9, "worker": 10, "event": 11}
+STOP_DB = {"prefork": 12, "worker": 13, "event": 14}
+BLOCKED_REDIS = r"""
+tok = Apache::Request.new.args
+db = Apache::Redis.new(port: %(redis)d, db: %(db)d, timeout: 20000)
+got = db.call('BLPOP', 'grace:' + tok, 15)
+db.close
+Apache.rputs got.join('=') + ' ' + Process.pid.to_s
+"""
+
+# Enough children from the start for eight requests at once: prefork
+# spawns more only at one a second at first.
+EIGHT_AT_ONCE = {"prefork": dict(StartServers=10, MinSpareServers=10, MaxSpareServers=12)}
+
+
+def grace_server(make_httpd, mpm, ports, db):
+    srv = make_httpd("grace-outbound", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=EIGHT_AT_ONCE)
+    srv.write("htdocs/held.mrb", HELD_SOCKET % ports)
+    srv.write("htdocs/blpop.mrb", BLOCKED_REDIS % dict(ports, db=db))
+    return srv.start()
+
+
+def in_flight(srv, paths, arrived, signal_, release):
+    """GETs paths at once; once arrived() says every one is at its peer,
+    signal_(), then release(); returns the responses."""
+    with concurrent.futures.ThreadPoolExecutor(len(paths)) as pool:
+        futures = [pool.submit(srv.get, p, timeout=60) for p in paths]
+        deadline = time.monotonic() + 30
+        while arrived() < len(paths) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert arrived() == len(paths), srv.error_log()[-2000:]
+        signal_()
+        release()
+        return [f.result() for f in futures]
+
+
+def restart_signal(srv):
+    """A graceful restart, returned from once the new generation runs (the
+    old one has been told to finish); the old children's pids."""
+    old = procs.children(srv.pid)
+    before = srv.error_log().count("resuming normal operations")
+
+    def signal_():
+        srv.signal(signal.SIGUSR1)
+        srv.wait_log("resuming normal operations", count=before + 1)
+
+    return old, signal_
+
+
+def stop_signal(srv):
+    def signal_():
+        srv.signal(signal.SIGWINCH)
+        srv.wait_log("caught SIGWINCH, shutting down gracefully")
+
+    return signal_
+
+
+def answers(srv, results):
+    """The bodies without the pid of the child that answered; the pids."""
+    assert all(r.status == 200 for r in results), (results, srv.error_log()[-3000:])
+    split = [r.text.rsplit(" ", 1) for r in results]
+    return [s[0] for s in split], {int(s[1]) for s in split}
+
+
+def assert_quiet(srv):
+    bad = srv.log_lines(r"\[mruby:(warn|error|crit|alert|emerg)\]")
+    assert not bad, "\n".join(bad)
+
+
+def push(redis, db, key, value):
+    """RPUSH in database db."""
+    subprocess.run([REDIS_CLI, "-p", str(redis.port), "-n", str(db), "RPUSH", key, value],
+                   capture_output=True, timeout=10, check=True)
+
+
+def blocked(redis):
+    info = redis.cli("INFO", "clients")
+    return int(re.search(r"blocked_clients:(\d+)", info).group(1))
+
+
+def clients_of(redis, db):
+    """How many connections redis-server has in database db."""
+    return sum(1 for line in redis.cli("CLIENT", "LIST").splitlines() if " db=%d " % db in line)
+
+
+def test_socket_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, mpm, redis, held):
+    """Eight requests wait on their sockets when httpd restarts gracefully:
+    each gets its own answer, from the old generation; the new one makes
+    such calls too."""
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, RESTART_DB[mpm])
+    old, signal_ = restart_signal(srv)
+    results = in_flight(srv, ["/held.mrb?%s-%d" % (mpm, i) for i in range(8)],
+                        lambda: held.arrived, signal_, held.release)
+    bodies, pids = answers(srv, results)
+    assert bodies == ["got %s-%d" % (mpm, i) for i in range(8)]
+    assert pids <= set(old), (pids, old)
+    procs.wait_gone(old, 20)
+    bodies, pids = answers(srv, [srv.ok("/held.mrb?after")])
+    assert bodies == ["got after"] and not pids & set(old)
+    assert_quiet(srv)
+
+
+def test_redis_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, mpm, redis, held):
+    """Eight requests blocked in BLPOP, each on a list of its own, when
+    httpd restarts gracefully: each gets its own value, pushed once the new
+    generation runs; the old generation's connections are closed when it
+    exits, and the new one's pool works."""
+    db = RESTART_DB[mpm]
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, db)
+    toks = ["%s-%d-%d" % (mpm, os.getpid(), i) for i in range(8)]
+    old, signal_ = restart_signal(srv)
+
+    def release():
+        assert clients_of(redis, db) == 8
+        for t in toks:
+            push(redis, db, "grace:" + t, "v" + t)
+
+    results = in_flight(srv, ["/blpop.mrb?" + t for t in toks], lambda: blocked(redis), signal_, release)
+    bodies, pids = answers(srv, results)
+    assert bodies == ["grace:%s=v%s" % (t, t) for t in toks]
+    assert pids <= set(old), (pids, old)
+    procs.wait_gone(old, 20)
+    deadline = time.monotonic() + 5
+    while clients_of(redis, db) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert clients_of(redis, db) == 0, redis.cli("CLIENT", "LIST")
+    push(redis, db, "grace:after-" + mpm, "new")
+    bodies, pids = answers(srv, [srv.ok("/blpop.mrb?after-" + mpm)])
+    assert bodies == ["grace:after-%s=new" % mpm] and not pids & set(old)
+    assert clients_of(redis, db) == 1
+    assert_quiet(srv)
+
+
+def test_calls_in_flight_end_normally_across_a_graceful_stop(make_httpd, mpm, redis, held):
+    """Four requests on sockets and four in BLPOP when httpd is told to
+    stop gracefully: each gets its answer, then httpd exits."""
+    db = STOP_DB[mpm]
+    srv = grace_server(make_httpd, mpm, {"redis": redis.port, "held": held.port}, db)
+    toks = ["stop-%s-%d-%d" % (mpm, os.getpid(), i) for i in range(4)]
+    paths = ["/held.mrb?%s" % t for t in toks] + ["/blpop.mrb?%s" % t for t in toks]
+
+    def release():
+        held.release()
+        for t in toks:
+            push(redis, db, "grace:" + t, "v" + t)
+
+    results = in_flight(srv, paths, lambda: held.arrived + blocked(redis), stop_signal(srv), release)
+    bodies, _ = answers(srv, results)
+    assert bodies == ["got " + t for t in toks] + ["grace:%s=v%s" % (t, t) for t in toks]
+    srv.proc.wait(timeout=20)
+    assert_quiet(srv)
