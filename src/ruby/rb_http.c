@@ -20,6 +20,7 @@
 #include <mruby/string.h>
 
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -95,6 +96,10 @@ typedef struct {
     int done;                   /* curl reported the call's end */
     int cut;                    /* its timeout is the run's mrubyTimeout's */
     int plain;                  /* only the options every call sets */
+    long stall_ms;              /* read_timeout: the most time without a byte moving, or 0 */
+    curl_off_t moved;           /* bytes moved either way, as last seen (on_progress) */
+    apr_time_t last;            /* when they last moved (mm_thread_now), or the start */
+    int stalled;                /* ended by read_timeout */
     unsigned long gen;          /* its URL is the VM's last_url of this last_gen (0: unknown) */
     CURLcode code;              /* how it ended */
     char err[CURL_ERROR_SIZE];
@@ -278,6 +283,44 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
     return grow(&c->hdr, &c->hlen, &c->hcap, data, n) ? n : 0;
 }
 
+/* read_timeout: a call during which no byte moved for stall_ms ends
+ * (CURLE_ABORTED_BY_CALLBACK, reported as a timeout). */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    http_call_t *c = ud;
+    apr_time_t now = mm_thread_now();
+
+    if (dlnow + ulnow != c->moved) {
+        c->moved = dlnow + ulnow;
+        c->last = now;
+    } else if (now - c->last >= apr_time_from_msec(c->stall_ms)) {
+        c->stalled = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* The milliseconds until curl must look at the calls again for a
+ * read_timeout to be noticed in time (at most most_ms). */
+static long next_look(const http_calls_t *calls, long most_ms)
+{
+    apr_time_t now = mm_thread_now();
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        const http_call_t *c = &calls->call[i];
+
+        if (c->stall_ms && !c->done) {
+            long ms = (long)((c->last + apr_time_from_msec(c->stall_ms) - now + 999) / 1000);
+
+            if (ms < most_ms) {
+                most_ms = ms < 0 ? 0 : ms;
+            }
+        }
+    }
+    return most_ms;
+}
+
 /* Appends "name: value" to l (a copy; "name;" for an empty value, as
  * "name:" would only remove curl's own header); NULL when out of memory. */
 static struct curl_slist *header_append(struct curl_slist *l, const char *name, const char *value)
@@ -329,11 +372,12 @@ static char expect_off[] = "Expect:";
 
 /* Sets up call c from spec: [method, url, [name, value, ...], body or nil,
  * timeout ms, connect timeout ms, max body bytes, max redirects (0: none),
- * CA file or nil]. Raises for a bad spec (the Data object frees c). */
+ * CA file or nil, read timeout ms or nil]. Raises for a bad spec (the Data
+ * object frees c). */
 static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, long run_left)
 {
     const char *method, *url;
-    mrb_value hdrs, body, ca;
+    mrb_value hdrs, body, ca, stall;
     long timeout, connect;
     mrb_int i, max, redirects;
     CURLU *u;
@@ -341,10 +385,10 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     CURLUcode uc;
     int set = 0; /* the handle has the common options */
 
-    if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 9) {
+    if (!mrb_array_p(spec) || RARRAY_LEN(spec) != 10) {
         mrb_raise(mrb, E_ARGUMENT_ERROR,
                   "Apache::HTTP: a call is [method, url, headers, body, timeout, "
-                  "connect_timeout, max_size, redirects, ca_file]");
+                  "connect_timeout, max_size, redirects, ca_file, read_timeout]");
     }
     method = spec_str(mrb, spec, 0, "the method");
     url = spec_str(mrb, spec, 1, "the URL");
@@ -415,6 +459,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     max = mrb_integer_p(mrb_ary_entry(spec, 6)) ? mrb_integer(mrb_ary_entry(spec, 6)) : -1;
     redirects = mrb_integer_p(mrb_ary_entry(spec, 7)) ? mrb_integer(mrb_ary_entry(spec, 7)) : -1;
     ca = mrb_ary_entry(spec, 8);
+    stall = mrb_ary_entry(spec, 9);
     if (max < 0 || redirects < 0 || redirects > 20) {
         mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: max_size must be >= 0, redirects from 0 to 20");
     }
@@ -507,7 +552,19 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, method);
     }
-    c->plain = redirects == 0 && mrb_nil_p(ca) && mrb_nil_p(body) && strcmp(method, "GET") == 0;
+    if (!mrb_nil_p(stall)) {
+        /* curl's progress callback runs each time curl looks at the call:
+         * it notes when bytes last moved, and ends a call that has waited
+         * too long (the loops that drive the calls look at them by then:
+         * next_look) */
+        c->stall_ms = spec_ms(mrb, spec, 9, "read_timeout");
+        c->last = mm_thread_now();
+        curl_easy_setopt(c->easy, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c->easy, CURLOPT_XFERINFODATA, c);
+    }
+    c->plain =
+        redirects == 0 && mrb_nil_p(ca) && mrb_nil_p(body) && mrb_nil_p(stall) && strcmp(method, "GET") == 0;
     if (!mrb_nil_p(body)) {
         curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)RSTRING_LEN(body));
         curl_easy_setopt(c->easy, CURLOPT_COPYPOSTFIELDS, RSTRING_PTR(body));
@@ -584,7 +641,7 @@ static void drive(CURLM *m, http_calls_t *calls)
             break;
         }
         /* curl shortens the wait to its own next timer */
-        if (curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+        if (curl_multi_poll(m, NULL, 0, (int)next_look(calls, 1000), NULL) != CURLM_OK) {
             break;
         }
     }
@@ -604,6 +661,11 @@ static const char *failure(http_call_t *c, const char **cls)
     }
     if (!c->done) {
         return "the call did not complete";
+    }
+    if (c->stalled) {
+        *cls = "Timeout";
+        snprintf(c->err, sizeof c->err, "no byte came or went for %ld ms (read_timeout)", c->stall_ms);
+        return c->err;
     }
     switch (c->code) {
     case CURLE_OPERATION_TIMEDOUT:
@@ -798,7 +860,7 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
      * connection alive. */
     end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
     for (;;) {
-        curl_multi_socket_all(m, &running);
+        curl_multi_perform(m, &running); /* __step tells the socket callback */
         collect(m);
         if (all_done(calls) || mm_thread_now() >= end) {
             break;
@@ -870,7 +932,8 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
         }
     }
     curl_multi_timeout(calls->multi, &curl_ms);
-    return mrb_fixnum_value(curl_ms >= 0 && curl_ms < (long)calls->pause ? curl_ms : (long)calls->pause);
+    return mrb_fixnum_value(
+        next_look(calls, curl_ms >= 0 && curl_ms < (long)calls->pause ? curl_ms : (long)calls->pause));
 }
 
 static mrb_value http_finish(mrb_state *mrb, mrb_value self)

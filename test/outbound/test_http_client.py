@@ -52,7 +52,9 @@ backend = backend_httpd("http-backend", BACKEND)
 class Misbehaving:
     """A loopback HTTP server that answers badly, by path: /close sends part
     of a body then closes, /never reads the request and says nothing,
-    /huge_headers sends 100 KB of header fields."""
+    /stall sends part of a body and then nothing for 3 s, /trickle sends
+    a byte every 300 ms for 1.8 s, /huge_headers sends 100 KB of header
+    fields."""
 
     def __init__(self):
         self.sock = socket.socket()
@@ -89,6 +91,15 @@ class Misbehaving:
             elif path == b"/never":
                 self.held.append(conn)
                 return
+            elif path == b"/stall":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+                time.sleep(3)
+            elif path == b"/trickle":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for _ in range(6):
+                    time.sleep(0.3)
+                    conn.sendall(b"1\r\nx\r\n")
+                conn.sendall(b"0\r\n\r\n")
             elif path == b"/huge_headers":
                 fields = b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 1000) for i in range(100))
                 conn.sendall(b"HTTP/1.1 200 OK\r\n" + fields + b"Content-Length: 2\r\n\r\nok")
@@ -189,6 +200,9 @@ cases = {
   'close' => -> { Apache::HTTP.get('%(bad)s/close') },
   'huge_headers' => -> { Apache::HTTP.get('%(bad)s/huge_headers') },
   'too_large' => -> { Apache::HTTP.get('%(base)s/big', max_size: 1000) },
+  'stall' => -> { Apache::HTTP.get('%(bad)s/stall', read_timeout: 800) },
+  'trickle' => -> { Apache.rputs Apache::HTTP.get('%(bad)s/trickle', read_timeout: 1000).body + ' ' },
+  'bad_read_timeout' => -> { Apache::HTTP.get('%(base)s/echo', read_timeout: 0) },
   'no_host' => -> { Apache::HTTP.get('http:///x') },
   'not_http' => -> { Apache::HTTP.get('file:///etc/passwd') },
   'not_a_url' => -> { Apache::HTTP.get('::') },
@@ -314,6 +328,12 @@ def test_a_chunked_body_is_decoded(caller):
     assert r.text == "chunked,100000,01,9"
 
 
+def test_a_read_timeout_passes_a_slow_but_steady_answer(caller):
+    """A byte every 300 ms for 1.8 s, read_timeout 1000: never a second
+    without a byte, so the call succeeds, however long it takes."""
+    assert caller.ok("/fail.mrb?trickle").text == "xxxxxx no error"
+
+
 @pytest.mark.parametrize("case,cls,most_ms,words", [
     ("refused", "Apache::HTTP::ConnectError", 3000, "connect"),
     ("timeout", "Apache::HTTP::Timeout", 1500, "timed out"),
@@ -321,6 +341,8 @@ def test_a_chunked_body_is_decoded(caller):
     ("close", "Apache::HTTP::Error", 3000, "transfer closed"),
     ("huge_headers", "Apache::HTTP::TooLarge", 3000, "64 KB"),
     ("too_large", "Apache::HTTP::TooLarge", 3000, "max_size"),
+    ("stall", "Apache::HTTP::Timeout", 1500, "no byte came or went for 800 ms (read_timeout)"),
+    ("bad_read_timeout", "ArgumentError", 100, "read_timeout must be an Integer of milliseconds"),
     ("no_host", "ArgumentError", 100, "no host"),
     ("not_http", "ArgumentError", 100, "only http:// and https://"),
     ("not_a_url", "ArgumentError", 100, "only http://"),

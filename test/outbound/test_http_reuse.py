@@ -176,7 +176,7 @@ out << show.(-> { Apache::HTTP.get("#{b}/slow/600?#{t}") })
     "redirects.mrb": r"""
 out << show.(-> { Apache::HTTP.get("#{b}/redir?#{t}", redirects: 2) })
 out << show.(-> { Apache::HTTP.get("#{b}/redir?#{t}") })
-r = Apache::HTTP.__perform([['GET', "#{b}/redir?#{t}", [], nil, 5000, 5000, 1000000, 2, nil]])[0]
+r = Apache::HTTP.__perform([['GET', "#{b}/redir?#{t}", [], nil, 5000, 5000, 1000000, 2, nil, nil]])[0]
 out << "#{r[0]} #{r[2]}"
 out << show.(-> { Apache::HTTP.get("#{b}/redir?#{t}") })
 """,
@@ -358,8 +358,8 @@ cases = {
   # calls started and left in flight: the script raises before it takes
   # their results (the collector frees them later)
   'abandon' => -> {
-    Apache::HTTP.__start([['POST', "#{b}/slow/300?#{t}", ['X-Token', 'ab'], 'abandoned', 5000, 5000, 1000, 0, nil],
-                          ['HEAD', "#{b}/slow/200?#{t}", [], nil, 5000, 5000, 1000, 0, nil]])
+    Apache::HTTP.__start([['POST', "#{b}/slow/300?#{t}", ['X-Token', 'ab'], 'abandoned', 5000, 5000, 1000, 0, nil, nil],
+                          ['HEAD', "#{b}/slow/200?#{t}", [], nil, 5000, 5000, 1000, 0, nil, nil]])
     raise 'gone'
   },
   'gc' => -> { GC.start; Apache::HTTP.get("#{b}/slow/800?#{t}") },

@@ -102,7 +102,7 @@ class Apache
       TIMEOUT = 10_000        # ms, the whole call
       CONNECT_TIMEOUT = 5_000 # ms: name resolution, connection, TLS handshake
       MAX_SIZE = 8 * 1024 * 1024
-      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :max_size, :redirects, :ca_file]
+      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :read_timeout, :max_size, :redirects, :ca_file]
 
       def get(url, **opts)
         __request('GET', url, opts)
@@ -293,7 +293,7 @@ class Apache
       end
 
       def __spec(method, url, opts)
-        return [method.to_s.upcase, url, [], nil, TIMEOUT, CONNECT_TIMEOUT, MAX_SIZE, 0, nil] if opts.empty?
+        return [method.to_s.upcase, url, [], nil, TIMEOUT, CONNECT_TIMEOUT, MAX_SIZE, 0, nil, nil] if opts.empty?
         opts.each_key do |k|
           raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
         end
@@ -313,7 +313,8 @@ class Apache
          opts[:connect_timeout] || CONNECT_TIMEOUT,
          opts[:max_size] || MAX_SIZE,
          redirects,
-         opts[:ca_file]]
+         opts[:ca_file],
+         opts[:read_timeout]]
       end
 
       def __result(r)
