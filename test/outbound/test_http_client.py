@@ -1,18 +1,24 @@
 """Apache::HTTP: scripts call other HTTP services through libcurl. A backend
 httpd (event MPM) answers at once, slowly, chunked, large; a small Python
 server misbehaves (closes mid-answer, never answers, sends huge headers); a
-port nobody listens on refuses. The calling server runs on every MPM."""
+port nobody listens on refuses; another holds its answers until the test
+releases them, for calls in flight across a graceful restart or stop. The
+calling server runs on every MPM."""
 
 import concurrent.futures
+import http.server
 import socket
+import socketserver
+import sys
 import threading
 import time
 
 import pytest
 
+from grace import EIGHT_AT_ONCE, answers, assert_quiet, in_flight, restart_signal, stop_signal
 from httpd import GC_STRESS, MPMS, Httpd, backend_httpd, serving
 from loopback import free_port
-from procs import children, open_fds
+from procs import children, open_fds, wait_gone
 
 BACKEND = r"""
 <Location /echo>
@@ -461,19 +467,107 @@ def test_no_descriptor_leaks_after_many_calls(caller):
             assert after[p] <= n + 60, (before, after)
 
 
-def test_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, backend, mpm):
-    """Eight requests wait 800 ms for the backend when httpd restarts
-    gracefully: each gets its own answer, and the new generation calls
+class HeldHTTP:
+    """A loopback HTTP/1.1 server (connections kept alive) that answers
+    GET /held?TOKEN with the body "got TOKEN" and the request's X-Token
+    field as X-Echo-Token, only once released; counts the requests that
+    arrived."""
+
+    def __init__(self):
+        self.arrived = 0
+        self.lock = threading.Lock()
+        self.released = threading.Event()
+        held = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                with held.lock:
+                    held.arrived += 1
+                held.released.wait(60)
+                answer = ("got " + self.path.partition("?")[2]).encode()
+                self.send_response(200)
+                self.send_header("X-Echo-Token", self.headers.get("X-Token", ""))
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+            request_queue_size = 64  # eight connections at once, none left waiting for a SYN retry
+
+            def handle_error(self, request, client_address):
+                # a kept connection reset by a child that exits (its VM's
+                # pool) is not an error of the test
+                if not isinstance(sys.exc_info()[1], ConnectionResetError):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        # polled often: shutdown() at the end of the test waits for the next poll
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def release(self):
+        self.released.set()
+
+    def close(self):
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def held():
+    srv = HeldHTTP()
+    yield srv
+    srv.close()
+
+
+HELD_CALL = r"""
+tok = Apache::Request.new.args
+res = Apache::HTTP.get('http://127.0.0.1:%d/held?' + tok, headers: {'X-Token' => tok}, timeout: 20000)
+Apache.rputs [res.status, res.headers['x-echo-token'], res.body, Process.pid].join(' ')
+"""
+
+
+def held_caller(make_httpd, mpm, held):
+    srv = make_httpd("http-graceful", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=EIGHT_AT_ONCE)
+    srv.write("htdocs/held.mrb", HELD_CALL % held.port)
+    return srv.start()
+
+
+def test_calls_in_flight_end_normally_across_a_graceful_restart(make_httpd, mpm, held):
+    """Eight requests wait for the backend when httpd restarts gracefully:
+    each gets its own answer, from the old generation; the new one calls
     out too."""
-    srv = make_httpd("http-graceful", mpm, "AddHandler mruby-script .mrb\n")
-    srv.write("htdocs/wait.mrb", "r = Apache::Request.new\n"
-              "res = Apache::HTTP.get('http://127.0.0.1:%d/slow?800')\n"
-              "Apache.rputs res.body + ' ' + r.args\n" % backend.port)
-    srv.start()
-    with concurrent.futures.ThreadPoolExecutor(8) as ex:
-        futures = [ex.submit(srv.get, "/wait.mrb?%d" % i) for i in range(8)]
-        time.sleep(0.3)
-        srv.graceful()
-        got = [f.result() for f in futures]
-    assert [(g.status, g.text) for g in got] == [(200, "slept 800 %d" % i) for i in range(8)]
-    assert srv.ok("/wait.mrb?after").text == "slept 800 after"
+    srv = held_caller(make_httpd, mpm, held)
+    toks = ["%s-%d" % (mpm, i) for i in range(8)]
+    old, signal_ = restart_signal(srv)
+    results = in_flight(srv, ["/held.mrb?" + t for t in toks], lambda: held.arrived, signal_, held.release)
+    bodies, pids = answers(srv, results)
+    assert bodies == ["200 %s got %s" % (t, t) for t in toks]
+    assert pids <= set(old), (pids, old)
+    wait_gone(old, 20)
+    bodies, pids = answers(srv, [srv.ok("/held.mrb?after")])
+    assert bodies == ["200 after got after"] and not pids & set(old)
+    assert_quiet(srv)
+
+
+def test_calls_in_flight_end_normally_across_a_graceful_stop(make_httpd, mpm, held):
+    """Eight requests wait for the backend when httpd is told to stop
+    gracefully: each gets its own answer, then httpd exits, without
+    waiting for GracefulShutdownTimeout (5 s) to end."""
+    srv = held_caller(make_httpd, mpm, held)
+    toks = ["stop-%s-%d" % (mpm, i) for i in range(8)]
+    results = in_flight(srv, ["/held.mrb?" + t for t in toks], lambda: held.arrived, stop_signal(srv),
+                        held.release)
+    released = time.monotonic()
+    bodies, _ = answers(srv, results)
+    assert bodies == ["200 %s got %s" % (t, t) for t in toks]
+    srv.proc.wait(timeout=20)
+    assert time.monotonic() - released < 4, srv.error_log()[-2000:]
+    assert_quiet(srv)
