@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "body.h"
+#include "subreq.h"
 #include "mod_mruby.h"
 
 #define MM_BODY_KEY          "mod_mruby.body"
@@ -116,14 +117,16 @@ mm_body_t *mm_body_of(request_rec *r)
     request_rec *top = client_request(r);
     mm_body_t *raw = lookup(top), *filtered;
 
-    if (raw && raw->total > 0) {
+    if (raw && raw->total > 0 && !mm_subreq_has_body(r)) {
         return raw; /* the script has seen the client's bytes: go on with them */
     }
     filtered = lookup_in(r->pool, MM_BODY_FILTERED_KEY);
     if (filtered) {
         return filtered;
     }
-    if (has_content_filters(r)) {
+    /* A subrequest given a body of its own (Request#subrequest's body:)
+     * reads it through its own chain, whose bottom serves it. */
+    if (has_content_filters(r) || mm_subreq_has_body(r)) {
         return make_body(r, MM_BODY_FILTERED_KEY, 1);
     }
     return raw ? raw : make_body(top, MM_BODY_KEY, 0);

@@ -14,6 +14,10 @@ backend = backend_httpd("subreq-backend", r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; r.headers_out['X-Backend'] = 'yes'; Apache.rputs 'backend ' + r.uri + ' ' + r.headers_in['X-Token'].to_s"
 </Location>
+<Location /api/echo>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; b = r.body.to_s; Apache.rputs [r.method, r.headers_in['Content-Length'], b.bytesize, b.bytes.inject(0) { |a, x| a + x }].join(' ')"
+</Location>
 """)
 
 CONF = r"""
@@ -25,6 +29,10 @@ AddHandler mruby-script .mrb
 <Location /teapot>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.return 418"
+</Location>
+<Location /echo_body>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "r = Apache::Request.new; b = r.body.to_s; Apache.rputs [r.method, b.bytesize, b.bytes.inject(0) { |a, x| a + x }, b[0, 12].inspect].join(' ')"
 </Location>
 <Location /big>
     SetHandler mruby-native-script
@@ -64,6 +72,38 @@ when 'fields'
   Apache.rputs [s.headers['ETag'], s.headers['Content-Length'], s.headers['Content-Type']].join('|')
 when 'override'
   Apache.rputs r.subrequest('/inner', headers: {'X-Token' => 'from-the-script'}).body
+when 'post_inner'
+  s = r.subrequest('/echo_body', method: 'POST', body: "a=1&b=\0\xff" + 'x' * 100_000)
+  Apache.rputs s.body
+when 'post_empty'
+  Apache.rputs r.subrequest('/echo_body', method: 'PUT', body: '').body
+when 'post_proxied'
+  b = "p\r\n" * 30_000
+  Apache.rputs r.subrequest('/proxied/echo', method: 'POST', body: b).body + ' ' + b.bytes.inject(0) { |a, x| a + x }.to_s
+when 'client_body_first'
+  mine = r.body.to_s
+  s = r.subrequest('/echo_body', method: 'POST', body: 'from the script')
+  Apache.rputs mine + '|' + s.body + '|' + r.body.to_s
+when 'many'
+  # 300 subrequests of 100 KB each: their bodies are not kept until the
+  # request ends (30 MB if they were)
+  rss = -> { File.read('/proc/self/status').split("\n").find { |l| l.start_with?('VmRSS:') }.split[1].to_i }
+  3.times { r.subrequest('/big') }
+  GC.start
+  before = rss.call
+  n = 0
+  300.times do |i|
+    n += r.subrequest('/big').body.bytesize
+    GC.start if i % 10 == 9 # mruby counts objects, not bytes: 100 KB strings pile up
+  end
+  GC.start
+  Apache.rputs "#{n} #{rss.call - before}"
+when 'bad_body'
+  begin
+    r.subrequest('/echo_body', method: 'POST', body: 12)
+  rescue TypeError => e
+    Apache.rputs e.message
+  end
 when 'bad'
   out = []
   ["http://x/", "/inner\r\nX: y"].each do |u|
@@ -137,6 +177,35 @@ def test_response_fields_outlive_the_subrequest(server):
         got = server.ok("/outer.mrb?fields").text
         assert got == "|".join([direct.headers["ETag"], direct.headers["Content-Length"],
                                 direct.headers["Content-Type"]])
+
+
+def test_a_request_body_goes_to_a_handler_of_this_server(server):
+    body = b"a=1&b=\0\xff" + b"x" * 100000
+    assert server.ok("/outer.mrb?post_inner").text == \
+        "POST %d %d %s" % (len(body), sum(body), '"a=1&b=\\x00\\xffxxxx"')
+    assert server.ok("/outer.mrb?post_empty").text == 'PUT 0 0 ""'
+
+
+def test_a_request_body_goes_through_mod_proxy(server):
+    body = b"p\r\n" * 30000
+    assert server.ok("/outer.mrb?post_proxied").text == \
+        "POST %d %d %d %d" % (len(body), len(body), sum(body), sum(body))
+
+
+def test_a_subrequest_reads_its_own_body_not_the_clients(server):
+    r = server.request("POST", "/outer.mrb?client_body_first", body=b"from the client")
+    assert (r.status, r.text) == (200, "from the client|POST 15 %d \"from the scr\"|from the client"
+                                  % (sum(b"from the script")))
+
+
+def test_subrequest_bodies_are_not_kept_until_the_request_ends(server):
+    n, grown_kb = server.ok("/outer.mrb?many").text.split()
+    assert int(n) == 300 * 100000
+    assert int(grown_kb) < 8000, grown_kb
+
+
+def test_a_body_that_is_not_a_string_is_refused(server):
+    assert server.ok("/outer.mrb?bad_body").text == "subrequest: body must be a String or nil"
 
 
 def test_a_script_header_replaces_the_clients(server):

@@ -15,10 +15,10 @@ class Apache
     # A subrequest of this request for uri (a path of this server), run by
     # httpd (handlers, mod_proxy, filters) with its response kept: an
     # Apache::HTTP::Response. Blocks the thread while it runs.
-    def subrequest(uri, method: 'GET', headers: {}, max_size: 8 * 1024 * 1024)
+    def subrequest(uri, method: 'GET', headers: {}, body: nil, max_size: 8 * 1024 * 1024)
       flat = []
       headers.each { |k, v| flat << k.to_s << v.to_s }
-      status, fields, body, too_large = __subrequest(method.to_s.upcase, uri, flat, max_size)
+      status, fields, body, too_large = __subrequest(method.to_s.upcase, uri, flat, body, max_size)
       raise Apache::HTTP::TooLarge, 'subrequest: the response body is larger than max_size' if too_large
       Apache::HTTP::Response.new(status, Apache::HTTP::Headers.new(fields), body)
     end
