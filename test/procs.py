@@ -67,6 +67,34 @@ def open_fds(pid):
         return 0
 
 
+def connections_to(pids, port):
+    """Number of the open descriptors of pids (processes in this network
+    namespace) that are TCP connections (IPv4) to port. The kernel's table
+    of connections is read once: with many in TIME_WAIT it takes a while."""
+    peer = ":%04X" % port
+    links = set()
+    try:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[2].endswith(peer):
+                    links.add("socket:[%s]" % fields[9])
+    except OSError:
+        return 0
+    n = 0
+    for pid in pids:
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) in links
+            except OSError:
+                pass
+    return n
+
+
 def snapshot(parent_pid):
     """{pid: (rss_kb, fds)} for httpd's parent and each child."""
     pids = [parent_pid] + children(parent_pid)
