@@ -10,8 +10,15 @@ backend with Apache::HTTP and answers its body, on the event MPM.
   job), side by side, rounds interleaved.
 
 Also the gateway's CPU per call (its processes' CPU time over the calls of
-the fast runs) and its memory per call in flight (resident memory of its
-child while 1,000 calls wait, less before, over 1,000)."""
+the slow and the fast runs) and its memory per call in flight (resident
+memory of its child while 1,000 calls wait, less before, over 1,000).
+
+And what a suspension costs a keep-alive client: httpd 2.4 cannot give a
+suspended connection back to the event MPM, so a request that slept
+closes its connection. `ab -k` against a handler that answers at once
+(`/n0`), the same handler without keep-alive, and one that sleeps 0 ms
+first (`/s0`: suspended and resumed at once, then closed): requests per
+second and the server's CPU per request of each."""
 
 import statistics
 import time
@@ -41,6 +48,14 @@ ListenBacklog 4096
     mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/fast').body"
 </Location>
 ProxyPass /px http://127.0.0.1:{backend}/fast
+<Location /n0>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs 'hello'"
+</Location>
+<Location /s0>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache::Async.sleep 0; Apache.rputs 'hello'"
+</Location>
 """
 
 THREADS = 25
@@ -75,9 +90,12 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
         slow = []
         for _ in range(rounds):
             t = time.time()
+            c0 = gateway.cpu_seconds()
             r = run_ab(gateway.url + "/gw", 1000, 1000, False)
+            c1 = gateway.cpu_seconds()
             slow.append({"seconds": r.time_taken or (time.time() - t), "complete": r.complete,
-                         "real_failures": r.real_failures, "doc_length": r.doc_length})
+                         "real_failures": r.real_failures, "doc_length": r.doc_length,
+                         "cpu_us_per_call": (c1 - c0) / max(r.complete, 1) * 1e6})
         during = []
         # memory while 1,000 calls are in flight: sampled during one more run
         import threading
@@ -94,6 +112,7 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
         th.join()
         out["slow"] = slow
         out["slow_seconds_median"] = statistics.median(s["seconds"] for s in slow)
+        out["slow_cpu_us_per_call"] = statistics.median(s["cpu_us_per_call"] for s in slow)
         out["kb_per_call_in_flight"] = (max(during) - before) / 1000.0 if during else None
         # fast backend, keep-alive, side by side
         fast = {"gateway": [], "mod_proxy": []}
@@ -108,10 +127,28 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
         out["fast_rps"] = {k: statistics.median(v) for k, v in fast.items()}
         out["cpu_us_per_call"] = {k: statistics.median(v) for k, v in cpu.items()}
         out["ratio"] = out["fast_rps"]["gateway"] / out["fast_rps"]["mod_proxy"]
-        log("== gateway: 1000 clients, 100 ms backend: %.2f s (median); fast backend %.0f rps vs "
-            "mod_proxy %.0f rps (%.2f x); %.1f us CPU per call; %.1f KB per call in flight" % (
-                out["slow_seconds_median"], out["fast_rps"]["gateway"], out["fast_rps"]["mod_proxy"],
-                out["ratio"], out["cpu_us_per_call"]["gateway"], out["kb_per_call_in_flight"] or 0))
+        # a suspension's cost to a keep-alive client
+        resume = {"n0_keepalive": [], "n0_close": [], "s0_keepalive": []}
+        resume_cpu = {k: [] for k in resume}
+        for _ in range(rounds):
+            for name, path, keep in (("n0_keepalive", "/n0", True), ("n0_close", "/n0", False),
+                                     ("s0_keepalive", "/s0", True)):
+                c0 = gateway.cpu_seconds()
+                r = run_ab(gateway.url + path, requests, concurrency, keep)
+                c1 = gateway.cpu_seconds()
+                resume[name].append(r.rps)
+                resume_cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
+        out["resume_rps"] = {k: statistics.median(v) for k, v in resume.items()}
+        out["resume_cpu_us"] = {k: statistics.median(v) for k, v in resume_cpu.items()}
+        log("== gateway: 1000 clients, 100 ms backend: %.2f s (median), %.1f us CPU per call; fast backend "
+            "%.0f rps vs mod_proxy %.0f rps (%.2f x); %.1f us CPU per call; %.1f KB per call in flight; "
+            "keep-alive %.0f rps %.1f us, closed %.0f rps %.1f us, suspended %.0f rps %.1f us" % (
+                out["slow_seconds_median"], out["slow_cpu_us_per_call"], out["fast_rps"]["gateway"],
+                out["fast_rps"]["mod_proxy"], out["ratio"], out["cpu_us_per_call"]["gateway"],
+                out["kb_per_call_in_flight"] or 0,
+                out["resume_rps"]["n0_keepalive"], out["resume_cpu_us"]["n0_keepalive"],
+                out["resume_rps"]["n0_close"], out["resume_cpu_us"]["n0_close"],
+                out["resume_rps"]["s0_keepalive"], out["resume_cpu_us"]["s0_keepalive"]))
     except Exception as e:  # noqa: BLE001 - reported in the results
         out["error"] = str(e)[:300]
         log("== gateway failed: %s" % e)
@@ -135,6 +172,7 @@ def table(results):
             g["threads"], g["slow_seconds_median"]),
         "| ... complete / real failures (worst round) | %d / %d | |" % (
             min(s["complete"] for s in g["slow"]), max(s["real_failures"] for s in g["slow"])),
+        "| ... server CPU per call (µs) | %.1f | |" % g.get("slow_cpu_us_per_call", float("nan")),
         "| backend answers at once, `ab -k -c 50`: rps (median) | %.0f | %.0f |" % (
             g["fast_rps"]["gateway"], g["fast_rps"]["mod_proxy"]),
         "| ... ratio to mod_proxy | %.2f | 1 |" % g["ratio"],
@@ -142,4 +180,11 @@ def table(results):
             g["cpu_us_per_call"]["gateway"], g["cpu_us_per_call"]["mod_proxy"]),
         "| private memory per call in flight (KB) | %s | |" % (
             "%.1f" % g["kb_per_call_in_flight"] if g["kb_per_call_in_flight"] is not None else "–"),
-    ]
+    ] + ([
+        "",
+        "| a handler that answers at once (`ab -c 50`) | rps | server CPU per request (µs) |",
+        "|---|---:|---:|",
+    ] + ["| %s | %.0f | %.1f |" % (label, g["resume_rps"][k], g["resume_cpu_us"][k]) for k, label in (
+        ("n0_keepalive", "keep-alive"), ("n0_close", "without keep-alive"),
+        ("s0_keepalive", "keep-alive, sleeps 0 ms first (suspended, then closed)"))]
+        if "resume_rps" in g else [])

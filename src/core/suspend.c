@@ -79,8 +79,12 @@ struct mm_sleeper {
     /* The sockets of run.io the alarm thread watches for it (see arm). */
     int armed;
     int armed_fd[MM_IO_MAX];
-    int by_io; /* woken by one of them */
+    int by_io; /* woken by one of them (or poked) */
+    int poked; /* mm_suspend_poke came while it was not in the alarm list */
 };
+
+/* Where a request's sleeper is found (mm_suspend_poke): its pool's data. */
+#define MM_SLEEPER_KEY "mm_sleeper"
 
 /* How often the alarm thread looks again at a first sleep whose worker
  * thread has not shown that it left, and for how long at most (a slot whose
@@ -290,6 +294,11 @@ static void schedule(struct mm_sleeper *z)
 {
     z->handed = 1;
     apr_thread_mutex_lock(alarms.lock);
+    if (z->poked) {
+        z->poked = 0;
+        z->by_io = 1;
+        z->due = apr_time_now();
+    }
     insert(z);
     arm(z);
     if (alarms.first == z) {
@@ -527,6 +536,7 @@ apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
         mm_ctr_add(run->vm->ctr, MM_CTR_SUSPENDS, 1);
         c->keepalive = AP_CONN_CLOSE;
         apr_pool_cleanup_register(run->r->pool, z, sleeper_gone, apr_pool_cleanup_null);
+        apr_pool_userdata_setn(z, MM_SLEEPER_KEY, NULL, run->r->pool);
     }
     /* The connection's sleeper, handed to the alarm thread by the MPM's
      * suspend_connection hook (below) when the handler returns SUSPENDED,
@@ -534,6 +544,34 @@ apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot)
     ap_set_module_config(c->conn_config, &mruby_module, z);
     z->due = apr_time_now() + run->sleep;
     return APR_SUCCESS;
+}
+
+void mm_suspend_poke(request_rec *r)
+{
+    void *p = NULL;
+    struct mm_sleeper *z;
+
+    if (alarms.thread == NULL) {
+        return;
+    }
+    apr_pool_userdata_get(&p, MM_SLEEPER_KEY, r->pool);
+    if ((z = p) == NULL) {
+        return;
+    }
+    apr_thread_mutex_lock(alarms.lock);
+    if (z->prev || z->next || alarms.first == z) {
+        disarm(z);
+        unlink_sleeper(z);
+        z->by_io = 1;
+        z->due = apr_time_now();
+        insert(z);
+        if (alarms.first == z) {
+            signal_alarms();
+        }
+    } else {
+        z->poked = 1; /* not handed over yet, or being woken */
+    }
+    apr_thread_mutex_unlock(alarms.lock);
 }
 
 /* The MPM's suspend_connection hook: the last thing the worker thread does

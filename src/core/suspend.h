@@ -17,6 +17,13 @@ int mm_suspend_possible(const mm_run_t *run);
  * that woke the script has returned). */
 apr_status_t mm_suspend(mm_run_t *run, const mm_slot_t *slot);
 
+/* What the script of request r sleeps for has happened where its sleep
+ * could not see it (a call of its VM's ended while another request of the
+ * VM drove the calls): if it sleeps suspended, it wakes now, else its next
+ * sleep ends at once. Does nothing for a request whose script never slept.
+ * The caller holds r's VM, so the script cannot be running. */
+void mm_suspend_poke(request_rec *r);
+
 /* The sleeping script of run has ended: releases its fiber. */
 void mm_suspend_done(mm_run_t *run);
 

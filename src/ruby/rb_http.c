@@ -30,6 +30,7 @@
 #include "classes.h"
 #include "curl_defaults.h"
 #include "parse.h"
+#include "suspend.h"
 #include "thread.h"
 #include "timeout.h"
 #include "vm.h"
@@ -100,14 +101,17 @@ typedef struct {
     curl_off_t moved;           /* bytes moved either way, as last seen (on_progress) */
     apr_time_t last;            /* when they last moved (mm_thread_now), or the start */
     int stalled;                /* ended by read_timeout */
+    struct http_calls *owner;   /* the calls it is one of */
     unsigned long gen;          /* its URL is the VM's last_url of this last_gen (0: unknown) */
     CURLcode code;              /* how it ended */
     char err[CURL_ERROR_SIZE];
 } http_call_t;
 
-typedef struct {
+typedef struct http_calls {
     http_vm_t *vm;  /* where the easy handles go back at the end */
     CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
+    request_rec *r; /* the request whose script sleeps between looks at them
+                       (__start), while it lives; else NULL */
     unsigned pause; /* suspended calls: the last wait between two looks, ms */
     long longest;   /* the longest timeout of the calls, ms */
     int n;
@@ -117,9 +121,20 @@ typedef struct {
 /* Frees the calls. keep: their easy handles, out of the multi handle,
  * are reset and kept for the VM's next calls as far as there is room (the
  * collector's free, which may run as the VM closes, cleans them up). */
+/* The request of suspended calls is gone (its script never woke). */
+static apr_status_t owner_gone(void *p)
+{
+    ((http_calls_t *)p)->r = NULL;
+    return APR_SUCCESS;
+}
+
 static void calls_release(http_calls_t *calls, int keep)
 {
     int i;
+
+    if (calls->r) {
+        apr_pool_cleanup_kill(calls->r->pool, calls, owner_gone);
+    }
 
     /* A script that never woke (its request went away while it waited):
      * the handles leave the VM's multi handle before they are freed. */
@@ -577,8 +592,10 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
 
 /* Takes curl's news of ended calls. The VM's multi handle may also hold
  * the calls of scripts of this VM that are suspended: each call is found
- * through its handle's private pointer, whoever it belongs to. */
-static void collect(CURLM *m)
+ * through its handle's private pointer, whoever it belongs to, and the
+ * script of another request (cur is the caller's), whose sleep waits for
+ * a socket this one has just read, is woken. */
+static void collect(CURLM *m, request_rec *cur)
 {
     CURLMsg *msg;
     http_call_t *c;
@@ -589,6 +606,9 @@ static void collect(CURLM *m)
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c) == CURLE_OK && c) {
             c->done = 1;
             c->code = msg->data.result;
+            if (c->owner->r && c->owner->r != cur) {
+                mm_suspend_poke(c->owner->r);
+            }
         }
     }
 }
@@ -627,7 +647,7 @@ static void detach(http_calls_t *calls)
 
 /* Blocks until each of the calls has ended (curl enforces their timeouts;
  * a second past the longest, they are given up as a last resort). */
-static void drive(CURLM *m, http_calls_t *calls)
+static void drive(CURLM *m, http_calls_t *calls, request_rec *cur)
 {
     apr_time_t end = mm_thread_now() + apr_time_from_msec(calls->longest) + apr_time_from_sec(1);
     int running;
@@ -636,7 +656,7 @@ static void drive(CURLM *m, http_calls_t *calls)
         if (curl_multi_perform(m, &running) != CURLM_OK) {
             break;
         }
-        collect(m);
+        collect(m, cur);
         if (all_done(calls) || mm_thread_now() > end) {
             break;
         }
@@ -768,6 +788,7 @@ static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, mrb_value specs, long 
     calls->vm = h;
     for (i = 0; i < n; i++) {
         calls->n = (int)i + 1;
+        calls->call[i].owner = calls;
         t = setup(mrb, h, &calls->call[i], mrb_ary_entry(specs, i), run_left);
         calls->longest = t > calls->longest ? t : calls->longest;
     }
@@ -805,20 +826,21 @@ static mrb_value results(mrb_state *mrb, mrb_value holder)
 static mrb_value http_perform(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
+    request_rec *r;
     http_calls_t *calls;
     http_vm_t *h;
     CURLM *m;
     int i;
 
     mrb_get_args(mrb, "A", &specs);
-    mm_binding_run(mrb, "Apache::HTTP");
+    r = mm_binding_run(mrb, "Apache::HTTP")->r;
     h = vm_http(mrb);
     m = h->multi;
     holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
     calls = DATA_PTR(holder);
     /* Nothing raises from here until the handles are out of m again. */
     attach(m, calls);
-    drive(m, calls);
+    drive(m, calls, r);
     detach(calls);
     for (i = 0; i < calls->n; i++) {
         if (calls->call[i].cut && calls->call[i].code == CURLE_OPERATION_TIMEDOUT) {
@@ -841,6 +863,7 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
 static mrb_value http_start(mrb_state *mrb, mrb_value self)
 {
     mrb_value specs, holder;
+    request_rec *r;
     http_calls_t *calls;
     http_vm_t *h;
     apr_time_t end;
@@ -848,12 +871,18 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
     int running;
 
     mrb_get_args(mrb, "A", &specs);
-    mm_binding_run(mrb, "Apache::HTTP");
+    r = mm_binding_run(mrb, "Apache::HTTP")->r;
     h = vm_http(mrb);
     m = h->multi;
     holder = make_calls(mrb, h, specs, 0);
     calls = DATA_PTR(holder);
     attach(m, calls);
+    if (r) {
+        /* should a call end while another request of this VM drives the
+         * multi handle, that request wakes this one's script */
+        calls->r = r;
+        apr_pool_cleanup_register(r->pool, calls, owner_gone, apr_pool_cleanup_null);
+    }
     /* A service that answers at once (a near one, a kept connection)
      * answers within a millisecond or two: waiting for it here costs the
      * thread less than suspending the request, and keeps the client's
@@ -861,7 +890,7 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
     end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
     for (;;) {
         curl_multi_perform(m, &running); /* __step tells the socket callback */
-        collect(m);
+        collect(m, r);
         if (all_done(calls) || mm_thread_now() >= end) {
             break;
         }
@@ -919,7 +948,7 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
         return mrb_nil_value(); /* (ended while __start waited) */
     }
     curl_multi_socket_all(calls->multi, &running);
-    collect(calls->multi);
+    collect(calls->multi, calls->r);
     if (all_done(calls)) {
         return mrb_nil_value();
     }

@@ -60,8 +60,8 @@ FILES = {
 srv = recipe_httpd("prometheus", SITE, FILES)
 
 MRUBY_GAUGES = ("children", "vms_alive", "suspended")
-MRUBY_COUNTERS = ("vms_created", "runs", "exceptions", "timeouts", "suspends", "code_hits", "code_loads",
-                  "code_compiles", "cache_ops", "cache_errors", "timer_runs", "timer_failures")
+MRUBY_COUNTERS = ("vms_created", "runs", "exceptions", "timeouts", "suspends", "wakes", "io_wakes", "code_hits",
+                  "code_loads", "code_compiles", "cache_ops", "cache_errors", "timer_runs", "timer_failures")
 # Each family's type; a counter's family is named without _total, as the
 # parser names it.
 TYPES = dict(
