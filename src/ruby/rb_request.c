@@ -81,19 +81,25 @@ static const mm_field_t fields[] = {
 #undef L
 #define FIELD_COUNT (sizeof fields / sizeof fields[0])
 
-static mrb_value field_get(mrb_state *mrb, mrb_value self)
+/* Each method below is one of MM_INDEXED_MAX plain C functions per
+ * table (binding.h). */
+typedef char mm_fields_fit[FIELD_COUNT <= MM_INDEXED_MAX ? 1 : -1];
+
+static mrb_value field_get(mrb_state *mrb, mrb_value self, size_t i)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    const mm_field_t *f = &fields[mm_binding_index(mrb)];
+    const mm_field_t *f = &fields[i];
     const char *val = *(const char **)((char *)r + f->offset);
 
     return val ? mrb_str_new_cstr(mrb, val) : mrb_nil_value();
 }
 
-static mrb_value field_set(mrb_state *mrb, mrb_value self)
+MM_INDEXED_FUNCS(field_get);
+
+static mrb_value field_set(mrb_state *mrb, mrb_value self, size_t i)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    const mm_field_t *f = &fields[mm_binding_index(mrb)];
+    const mm_field_t *f = &fields[i];
     mrb_value arg = mrb_get_arg1(mrb);
     char *val = NULL;
 
@@ -113,6 +119,7 @@ static mrb_value field_set(mrb_state *mrb, mrb_value self)
     }
     return arg;
 }
+MM_INDEXED_FUNCS(field_set);
 
 /* The integer fields and flags, read-only (proxyreq= is below). */
 static const struct {
@@ -129,12 +136,15 @@ static const struct {
 #undef MM_INT
 };
 
-static mrb_value int_field_get(mrb_state *mrb, mrb_value self)
+typedef char mm_int_fields_fit[sizeof int_fields / sizeof int_fields[0] <= MM_INDEXED_MAX ? 1 : -1];
+
+static mrb_value int_field_get(mrb_state *mrb, mrb_value self, size_t i)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
 
-    return mrb_fixnum_value(*(int *)((char *)r + int_fields[mm_binding_index(mrb)].offset));
+    return mrb_fixnum_value(*(int *)((char *)r + int_fields[i].offset));
 }
+MM_INDEXED_FUNCS(int_field_get);
 
 /* r.proxyreq = Apache::PROXYREQ_REVERSE etc. (what mod_proxy looks at). */
 static mrb_value request_set_proxyreq(mrb_state *mrb, mrb_value self)
@@ -156,14 +166,15 @@ static mrb_value request_set_proxyreq(mrb_state *mrb, mrb_value self)
  * sub_request? are true in a subrequest (it has a main request), prev? and
  * internal_redirect? after an internal redirect, next? and
  * external_redirect? once this request has been redirected. */
-static mrb_value request_relation(mrb_state *mrb, mrb_value self)
+static mrb_value request_relation(mrb_state *mrb, mrb_value self, size_t i)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
     static const size_t offsets[] = {offsetof(request_rec, main), offsetof(request_rec, prev),
                                      offsetof(request_rec, next)};
 
-    return mrb_bool_value(*(request_rec **)((char *)r + offsets[mm_binding_index(mrb)]) != NULL);
+    return mrb_bool_value(*(request_rec **)((char *)r + offsets[i]) != NULL);
 }
+MM_INDEXED_FUNCS(request_relation);
 
 static mrb_value request_status(mrb_state *mrb, mrb_value self)
 {
@@ -316,18 +327,18 @@ void mm_request_init(mrb_state *mrb)
     for (i = 0; i < FIELD_COUNT; i++) {
         char setter[64];
 
-        mm_binding_define_indexed(mrb, req, fields[i].name, field_get, i);
+        mrb_define_method(mrb, req, fields[i].name, field_get_at[i], MRB_ARGS_ANY());
         snprintf(setter, sizeof setter, "%s=", fields[i].name);
-        mm_binding_define_indexed(mrb, req, setter, field_set, i);
+        mrb_define_method(mrb, req, setter, field_set_at[i], MRB_ARGS_ANY());
     }
     for (i = 0; i < sizeof int_fields / sizeof int_fields[0]; i++) {
-        mm_binding_define_indexed(mrb, req, int_fields[i].name, int_field_get, i);
+        mrb_define_method(mrb, req, int_fields[i].name, int_field_get_at[i], MRB_ARGS_ANY());
     }
     mrb_define_method(mrb, req, "proxyreq=", request_set_proxyreq, MRB_ARGS_REQ(1));
     for (i = 0; i < 6; i++) {
         static const char *const names[] = {
             "main?", "prev?", "next?", "sub_request?", "internal_redirect?", "external_redirect?"};
-        mm_binding_define_indexed(mrb, req, names[i], request_relation, i % 3);
+        mrb_define_method(mrb, req, names[i], request_relation_at[i % 3], MRB_ARGS_ANY());
     }
     mrb_define_method(mrb, req, "status", request_status, MRB_ARGS_NONE());
     mrb_define_method(mrb, req, "status=", request_set_status, MRB_ARGS_REQ(1));

@@ -3,15 +3,6 @@
 # socket pool of the VM with #close.
 class Apache
   class Redis
-    # The commands that are methods: r.get('k') is r.call('GET', 'k').
-    commands = %w[get set setex setnx getset mget mset del exists expire pexpire ttl pttl persist
-                  incr incrby decr decrby append strlen type keys
-                  hget hset hdel hgetall hincrby hexists hkeys hvals hlen hmget
-                  lpush rpush lpop rpop llen lrange lrem ltrim
-                  sadd srem smembers sismember scard
-                  zadd zrem zrange zrevrange zscore zincrby zcard zrangebyscore
-                  publish ping echo select flushdb dbsize]
-
     # mruby 3.1's Class#new (C) hands keywords to initialize as a Hash: new
     # is Ruby here.
     def self.new(host: '127.0.0.1', port: 6379, timeout: 1000, connect_timeout: nil, db: nil, password: nil,
@@ -82,9 +73,69 @@ class Apache
       @sock = nil
     end
 
-    commands.each do |name|
-      define_method(name) { |*args| call(name.upcase, *args) }
-    end
+    # The commands that are methods: r.get('k') is r.call('GET', 'k').
+    # Plain methods, not define_method in a loop over their names, which
+    # made every VM hold a closure, its environment and a name String per
+    # command (docs/benchmarks.md, "Where a VM's memory goes").
+    def get(*args); call('GET', *args); end
+    def set(*args); call('SET', *args); end
+    def setex(*args); call('SETEX', *args); end
+    def setnx(*args); call('SETNX', *args); end
+    def getset(*args); call('GETSET', *args); end
+    def mget(*args); call('MGET', *args); end
+    def mset(*args); call('MSET', *args); end
+    def del(*args); call('DEL', *args); end
+    def exists(*args); call('EXISTS', *args); end
+    def expire(*args); call('EXPIRE', *args); end
+    def pexpire(*args); call('PEXPIRE', *args); end
+    def ttl(*args); call('TTL', *args); end
+    def pttl(*args); call('PTTL', *args); end
+    def persist(*args); call('PERSIST', *args); end
+    def incr(*args); call('INCR', *args); end
+    def incrby(*args); call('INCRBY', *args); end
+    def decr(*args); call('DECR', *args); end
+    def decrby(*args); call('DECRBY', *args); end
+    def append(*args); call('APPEND', *args); end
+    def strlen(*args); call('STRLEN', *args); end
+    def type(*args); call('TYPE', *args); end
+    def keys(*args); call('KEYS', *args); end
+    def hget(*args); call('HGET', *args); end
+    def hset(*args); call('HSET', *args); end
+    def hdel(*args); call('HDEL', *args); end
+    def hgetall(*args); call('HGETALL', *args); end
+    def hincrby(*args); call('HINCRBY', *args); end
+    def hexists(*args); call('HEXISTS', *args); end
+    def hkeys(*args); call('HKEYS', *args); end
+    def hvals(*args); call('HVALS', *args); end
+    def hlen(*args); call('HLEN', *args); end
+    def hmget(*args); call('HMGET', *args); end
+    def lpush(*args); call('LPUSH', *args); end
+    def rpush(*args); call('RPUSH', *args); end
+    def lpop(*args); call('LPOP', *args); end
+    def rpop(*args); call('RPOP', *args); end
+    def llen(*args); call('LLEN', *args); end
+    def lrange(*args); call('LRANGE', *args); end
+    def lrem(*args); call('LREM', *args); end
+    def ltrim(*args); call('LTRIM', *args); end
+    def sadd(*args); call('SADD', *args); end
+    def srem(*args); call('SREM', *args); end
+    def smembers(*args); call('SMEMBERS', *args); end
+    def sismember(*args); call('SISMEMBER', *args); end
+    def scard(*args); call('SCARD', *args); end
+    def zadd(*args); call('ZADD', *args); end
+    def zrem(*args); call('ZREM', *args); end
+    def zrange(*args); call('ZRANGE', *args); end
+    def zrevrange(*args); call('ZREVRANGE', *args); end
+    def zscore(*args); call('ZSCORE', *args); end
+    def zincrby(*args); call('ZINCRBY', *args); end
+    def zcard(*args); call('ZCARD', *args); end
+    def zrangebyscore(*args); call('ZRANGEBYSCORE', *args); end
+    def publish(*args); call('PUBLISH', *args); end
+    def ping(*args); call('PING', *args); end
+    def echo(*args); call('ECHO', *args); end
+    def select(*args); call('SELECT', *args); end
+    def flushdb(*args); call('FLUSHDB', *args); end
+    def dbsize(*args); call('DBSIZE', *args); end
 
     def __roundtrip(commands, opening = false)
       raise Error, 'Apache::Redis: the connection is closed' unless @sock
