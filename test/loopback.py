@@ -7,6 +7,7 @@ import os
 import pwd
 import random
 import socket
+import threading
 
 
 # Ports are taken below the kernel's ephemeral range (32768 and up on
@@ -52,3 +53,32 @@ def run_user():
         except KeyError:
             continue
     return None
+
+
+class TCPServer:
+    """A loopback TCP server of a test: each connection it accepts is
+    answered by answer(conn), in a thread of its own, until the listening
+    socket is closed. Subclasses define answer; accepted(conn) is called
+    first, in the accepting thread."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted(conn)
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def accepted(self, conn):
+        pass
+
+    def answer(self, conn):
+        raise NotImplementedError

@@ -86,18 +86,21 @@ mrb_int mm_binding_index(mrb_state *mrb);
  * costs every VM two objects and a block per method (a Proc and its REnv);
  * these cost it nothing but a method-table entry (docs/benchmarks.md,
  * "Where a VM's memory goes"). */
-#define MM_INDEXED_32(X, fn)                                                                                 \
-    X(fn, 0) X(fn, 1) X(fn, 2) X(fn, 3) X(fn, 4) X(fn, 5) X(fn, 6) X(fn, 7) X(fn, 8) X(fn, 9) X(fn, 10)   \
-        X(fn, 11) X(fn, 12) X(fn, 13) X(fn, 14) X(fn, 15) X(fn, 16) X(fn, 17) X(fn, 18) X(fn, 19)          \
-            X(fn, 20) X(fn, 21) X(fn, 22) X(fn, 23) X(fn, 24) X(fn, 25) X(fn, 26) X(fn, 27) X(fn, 28)       \
-                X(fn, 29) X(fn, 30) X(fn, 31)
+/* (clang-format formats this list differently at each pass: left as is) */
+/* clang-format off */
+#define MM_INDEXED_32(X, fn) \
+    X(fn, 0) X(fn, 1) X(fn, 2) X(fn, 3) X(fn, 4) X(fn, 5) X(fn, 6) X(fn, 7) \
+    X(fn, 8) X(fn, 9) X(fn, 10) X(fn, 11) X(fn, 12) X(fn, 13) X(fn, 14) X(fn, 15) \
+    X(fn, 16) X(fn, 17) X(fn, 18) X(fn, 19) X(fn, 20) X(fn, 21) X(fn, 22) X(fn, 23) \
+    X(fn, 24) X(fn, 25) X(fn, 26) X(fn, 27) X(fn, 28) X(fn, 29) X(fn, 30) X(fn, 31)
+/* clang-format on */
 #define MM_INDEXED_FN(fn, i)                                                                                 \
-    static mrb_value fn##_##i(mrb_state *mrb, mrb_value self)                                               \
+    static mrb_value fn##_##i(mrb_state *mrb, mrb_value self)                                                \
     {                                                                                                        \
         return fn(mrb, self, i);                                                                             \
     }
 #define MM_INDEXED_REF(fn, i) fn##_##i,
-#define MM_INDEXED_MAX 32
+#define MM_INDEXED_MAX        32
 #define MM_INDEXED_FUNCS(fn)                                                                                 \
     MM_INDEXED_32(MM_INDEXED_FN, fn)                                                                         \
     static const mrb_func_t fn##_at[MM_INDEXED_MAX] = {MM_INDEXED_32(MM_INDEXED_REF, fn)}

@@ -18,30 +18,18 @@ import procs
 from cache_servers import REDIS_CLI, backend_fixture
 from grace import EIGHT_AT_ONCE, answers, assert_quiet, in_flight, restart_signal, stop_signal
 from httpd import MPMS, Httpd, serving
-from loopback import free_port
+from loopback import TCPServer, free_port
 
 redis = backend_fixture("redis")
 
 
-class LineServer:
+class LineServer(TCPServer):
     """Answers each connection with 'hello\\r\\npart' and then, after 300 ms,
     'ial\\r\\n' and 'AB', and closes it; /quiet connections get nothing."""
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
         self.held = []
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def answer(self, conn):
         try:
@@ -310,29 +298,19 @@ def test_dropped_sockets_are_collected_before_descriptors_run_out(make_httpd, mp
 
 # Graceful restarts and stops with calls in flight (test/grace.py).
 
-class HeldLines:
+class HeldLines(TCPServer):
     """A line server that answers each line 'tok' with 'got tok' only once
     released; counts the lines that arrived."""
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
         self.arrived = 0
         self.lock = threading.Lock()
         self.released = threading.Event()
         self.conns = []
-        threading.Thread(target=self.serve, daemon=True).start()
+        super().__init__()
 
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+    def accepted(self, conn):
+        self.conns.append(conn)
 
     def answer(self, conn):
         try:
