@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from httpd import MPMS, Httpd, backend_httpd, serving
+from httpd import MPMS, Httpd, backend_httpd, measures_memory, serving
 
 backend = backend_httpd("subreq-backend", r"""
 <Location /api>
@@ -198,6 +198,7 @@ def test_a_subrequest_reads_its_own_body_not_the_clients(server):
                                   % (sum(b"from the script")))
 
 
+@measures_memory
 def test_subrequest_bodies_are_not_kept_until_the_request_ends(server):
     n, grown_kb = server.ok("/outer.mrb?many").text.split()
     assert int(n) == 300 * 100000
