@@ -20,11 +20,13 @@
 #include <mruby/string.h>
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "binding.h"
 #include "classes.h"
@@ -46,7 +48,13 @@
 #define HTTP_MAX_HEADER_BYTES (64 * 1024)
 /* Idle connections a VM keeps, and how long an idle one may be reused. */
 #define HTTP_POOL_SIZE 16
-#define HTTP_IDLE_SEC  30L
+/* Of those, the most to one origin (scheme, host and port): a connection
+ * opened to an origin that has this many already (in use or idle) is
+ * closed after its call instead of kept, so that one busy backend does
+ * not fill the VM's pool, and a burst of calls does not leave as many
+ * idle connections open on the backend. */
+#define HTTP_POOL_PER_ORIGIN 8
+#define HTTP_IDLE_SEC        30L
 /* Easy handles of ended calls a VM keeps for its next calls: making one
  * costs a large zeroed allocation and its buffers. A handle whose call set
  * only the options every call sets (a GET without a body, a CA file or
@@ -68,7 +76,16 @@ typedef struct {
     int nidle;
     char *last_url;
     CURLU *last_parsed;
-    unsigned long last_gen; /* counts the last_url there has been */
+    unsigned long last_gen;    /* counts the last_url there has been */
+    unsigned long last_origin; /* last_url's origin (origin_key) */
+    /* The connections curl holds for the VM's calls (opened by curl's
+     * socket option callback, closed by its close callback): their
+     * origins, to count them (HTTP_POOL_PER_ORIGIN). */
+    struct http_conn {
+        curl_socket_t s;
+        unsigned long origin;
+    } * conns;
+    int nconns, capconns;
     /* The sockets of the calls in the multi handle, as its socket callback
      * last said (updated by curl_multi_socket_all): what each waits for,
      * and for which call. A suspended script's sleep ends when its
@@ -101,6 +118,7 @@ typedef struct {
     curl_off_t moved;           /* bytes moved either way, as last seen (on_progress) */
     apr_time_t last;            /* when they last moved (mm_thread_now), or the start */
     int stalled;                /* ended by read_timeout */
+    unsigned long origin;       /* its URL's origin (origin_key) */
     struct http_calls *owner;   /* the calls it is one of */
     unsigned long gen;          /* its URL is the VM's last_url of this last_gen (0: unknown) */
     CURLcode code;              /* how it ended */
@@ -186,6 +204,7 @@ static apr_status_t http_vm_cleanup(void *p)
     curl_url_cleanup(h->last_parsed);
     curl_multi_cleanup(h->multi);
     free(h->socks);
+    free(h->conns);
     return APR_SUCCESS;
 }
 
@@ -221,6 +240,81 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
     h->socks[i].easy = easy;
     h->socks[i].what = what;
     return 0;
+}
+
+/* A hash of an origin: "scheme://host:port" (the default port said). */
+static unsigned long origin_key(CURLU *u)
+{
+    static const CURLUPart parts[] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT};
+    unsigned long k = 5381;
+    size_t i;
+
+    for (i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        char *part = NULL;
+        const char *c;
+
+        if (curl_url_get(u, parts[i], &part, CURLU_DEFAULT_PORT) == CURLUE_OK && part) {
+            for (c = part; *c; c++) {
+                k = k * 33 + (unsigned char)*c;
+            }
+        }
+        curl_free(part);
+        k = k * 33 + '/';
+    }
+    return k;
+}
+
+/* curl made a socket for a new connection of call c: close on exec (as
+ * mm_curl_defaults's callback does), counted under its origin; past
+ * HTTP_POOL_PER_ORIGIN the connection is closed after the call. */
+static int on_sockopt(void *clientp, curl_socket_t s, curlsocktype purpose)
+{
+    http_call_t *c = clientp;
+    http_vm_t *h = c->owner->vm;
+    int i, same = 0, flags = fcntl(s, F_GETFD);
+
+    if (flags >= 0) {
+        fcntl(s, F_SETFD, flags | FD_CLOEXEC);
+    }
+    if (purpose != CURLSOCKTYPE_IPCXN) {
+        return CURL_SOCKOPT_OK;
+    }
+    for (i = 0; i < h->nconns; i++) {
+        same += h->conns[i].origin == c->origin;
+    }
+    if (same >= HTTP_POOL_PER_ORIGIN) {
+        curl_easy_setopt(c->easy, CURLOPT_FORBID_REUSE, 1L);
+        c->plain = 0; /* reset before the handle's next call */
+    }
+    if (h->nconns == h->capconns) {
+        int cap = h->capconns ? 2 * h->capconns : 16;
+        struct http_conn *grown = realloc(h->conns, (size_t)cap * sizeof *grown);
+
+        if (grown == NULL) {
+            return CURL_SOCKOPT_OK; /* not counted */
+        }
+        h->conns = grown;
+        h->capconns = cap;
+    }
+    h->conns[h->nconns].s = s;
+    h->conns[h->nconns++].origin = c->origin;
+    return CURL_SOCKOPT_OK;
+}
+
+/* curl closes a socket (clientp is the VM's state, which outlives every
+ * connection of its multi handle). */
+static int on_close(void *clientp, curl_socket_t s)
+{
+    http_vm_t *h = clientp;
+    int i;
+
+    for (i = 0; i < h->nconns; i++) {
+        if (h->conns[i].s == s) {
+            h->conns[i] = h->conns[--h->nconns];
+            break;
+        }
+    }
+    return close(s);
 }
 
 /* The VM's libcurl state. Made on first use; cleaned up with the VM's
@@ -428,6 +522,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
         }
         c->gen = h->last_gen;
+        c->origin = h->last_origin;
         i = 0;
     } else {
         if ((u = c->url = curl_url()) == NULL) {
@@ -446,6 +541,8 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         curl_free(host);
         if (i == 0) {
             char *copy = strdup(url);
+
+            c->origin = origin_key(u);
             CURLU *parsed = curl_url_dup(u);
 
             if (copy && parsed) {
@@ -453,6 +550,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
                 curl_url_cleanup(h->last_parsed);
                 h->last_url = copy;
                 h->last_parsed = parsed;
+                h->last_origin = c->origin;
                 c->gen = ++h->last_gen;
             } else {
                 free(copy);
@@ -544,6 +642,10 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
         mm_curl_defaults(c->easy); /* threads: no SIGALRM; close on exec; no proxy from the environment */
+        /* close on exec too, and the connections counted by origin */
+        curl_easy_setopt(c->easy, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+        curl_easy_setopt(c->easy, CURLOPT_CLOSESOCKETFUNCTION, on_close);
+        curl_easy_setopt(c->easy, CURLOPT_CLOSESOCKETDATA, h);
         curl_easy_setopt(c->easy, CURLOPT_MAXAGE_CONN, HTTP_IDLE_SEC);
         curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -555,6 +657,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->err);
     curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c); /* see collect */
+    curl_easy_setopt(c->easy, CURLOPT_SOCKOPTDATA, c);
     if (redirects > 0) {
         curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(c->easy, CURLOPT_MAXREDIRS, (long)redirects);

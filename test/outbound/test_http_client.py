@@ -29,6 +29,13 @@ BACKEND = r"""
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs Apache::Request.new.connection.remote_port.to_s"
 </Location>
+<Location /port_held>
+    # 300 ms before the answer, blocking (a fixup's sleep holds its thread,
+    # and the connection stays open): calls made at once are in flight at once
+    mrubyFixupsCode "Apache::Async.sleep 300"
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::Request.new.connection.remote_port.to_s"
+</Location>
 <Location /slow>
     SetHandler mruby-native-script
     mrubyHandlerCode "r = Apache::Request.new; Apache::Async.sleep r.args.to_i; Apache.rputs 'slept ' + r.args"
@@ -235,6 +242,12 @@ n = Apache::Request.new.args.to_i
 ok = 0
 n.times { ok += 1 if Apache::HTTP.get('%(base)s/slow?5').body == 'slept 5' }
 Apache.rputs ok.to_s
+""" % locals(),
+        "htdocs/origin_cap.mrb": """
+ports = ->(n) { Apache::HTTP.all((1..n).map { '%(base)s/port_held' }).map { |r| r.body } }
+first = ports.(12)
+second = ports.(12)
+Apache.rputs [first.uniq.size, second.uniq.size, (second & first).size].join(' ')
 """ % locals(),
         "htdocs/many.mrb": """
 n = Apache::Request.new.args.to_i
@@ -446,6 +459,15 @@ def test_no_crosstalk_between_concurrent_requests(caller):
         for status, text, tok in ex.map(one, range(200)):
             assert status == 200
             assert text == "200|%s|POST|b=2+a=1|body-%s" % (tok, tok)
+
+
+def test_a_vm_keeps_at_most_8_connections_to_one_origin(caller):
+    """Twelve calls at once to one backend need twelve connections; of
+    those, 8 are kept (HTTP_POOL_PER_ORIGIN), and the next twelve calls
+    reuse those 8 and open 4 more (the pool holds 16 in all)."""
+    first, second, reused = (int(n) for n in caller.ok("/origin_cap.mrb").text.split())
+    assert first == 12
+    assert 1 <= reused <= 8, (second, reused)
 
 
 def test_no_descriptor_leaks_after_many_calls(caller):
