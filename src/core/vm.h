@@ -33,6 +33,9 @@ typedef enum {
  * thread exits while scripts of this VM sleep, by the run that finishes the
  * last of them). mrb->ud points back to this struct, which is how C methods
  * find the current run. */
+/* As many as binding.h's MM_INDEXED_MAX: one C function per slot. */
+#define MM_BINDING_SLOTS 32
+
 struct mm_vm {
     mrb_state *mrb;
     apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
@@ -47,6 +50,16 @@ struct mm_vm {
     mrb_sym sym_backtrace;        /* :backtrace (an exception's), interned once */
     struct RClass *http_error;    /* Apache::HTTPError, whatever scripts do to the constant */
     struct RClass *timeout_class; /* Apache::Timeout, the same way */
+    /* What the methods binding.c defines per slot stand for in this VM
+     * (Request's readers: a class and tag; the kind classes' new: their
+     * mm_kind_class_t), set at its start: one C function per slot, not a
+     * C Proc with an environment (two objects each). */
+    struct mm_binding_slot {
+        struct RClass *cls;
+        unsigned int tag;
+        const void *data;
+    } slots[MM_BINDING_SLOTS];
+    int nslots;
     int gc_interval_ratio;        /* the collector's settings before any script ran */
     int gc_step_ratio;
 
