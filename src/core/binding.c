@@ -120,17 +120,6 @@ static mrb_value run_wrapper_new(mrb_state *mrb, mrb_value klass)
     return mm_binding_wrap_run(mrb, mrb_class_ptr(klass), 0);
 }
 
-/* Defines c#name as fn, with n values in the method's environment (which
- * fn reads with mrb_cfunc_env_get). */
-static void define_with_env(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int n,
-                            const mrb_value *env)
-{
-    mrb_method_t m;
-
-    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, fn, n, env));
-    mrb_define_method_raw(mrb, c, mrb_intern_cstr(mrb, name), m);
-}
-
 /* Apache::<name>, whose objects are wrappers; its `new` is the caller's. */
 static struct RClass *wrapper_class(mrb_state *mrb, const char *name)
 {
@@ -169,11 +158,26 @@ request_rec *mm_binding_request(mrb_state *mrb, const char *what)
     return run->r;
 }
 
-/* Apache::<kind class>.new: the class's mm_kind_class_t is in the method's
- * environment. */
-static mrb_value kind_new(mrb_state *mrb, mrb_value klass)
+/* A new binding slot of the VM (vm.h). */
+static int new_slot(mrb_state *mrb, struct RClass *cls, unsigned int tag, const void *data)
 {
-    const mm_kind_class_t *k = mrb_cptr(mrb_cfunc_env_get(mrb, 0));
+    mm_vm_t *vm = mm_vm_of(mrb);
+    struct mm_binding_slot *slot;
+
+    if (vm->nslots >= MM_BINDING_SLOTS) {
+        mrb_raise(mrb, E_RUNTIME_ERROR, "mod_mruby: more binding slots than MM_BINDING_SLOTS");
+    }
+    slot = &vm->slots[vm->nslots];
+    slot->cls = cls;
+    slot->tag = tag;
+    slot->data = data;
+    return vm->nslots++;
+}
+
+/* Apache::<kind class>.new: the class's mm_kind_class_t is in the slot. */
+static mrb_value kind_new(mrb_state *mrb, mrb_value klass, int slot)
+{
+    const mm_kind_class_t *k = mm_vm_of(mrb)->slots[slot].data;
     const mm_run_t *run = mm_vm_of(mrb)->run;
 
     if (run == NULL || (run->kind != k->a && run->kind != k->b)) {
@@ -186,13 +190,13 @@ static mrb_value kind_new(mrb_state *mrb, mrb_value klass)
     }
     return mm_binding_wrap(mrb, mrb_class_ptr(klass), 0);
 }
+MM_INDEXED_FUNCS(kind_new);
 
 struct RClass *mm_binding_define_kind_class(mrb_state *mrb, const mm_kind_class_t *k)
 {
     struct RClass *c = wrapper_class(mrb, k->name);
-    mrb_value env = mrb_cptr_value(mrb, (void *)k);
 
-    define_with_env(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new", kind_new, 1, &env);
+    mrb_define_class_method(mrb, c, "new", kind_new_at[new_slot(mrb, NULL, 0, k)], MRB_ARGS_ANY());
     return c;
 }
 
@@ -413,33 +417,22 @@ void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level
     }
 }
 
-void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i)
-{
-    mrb_value idx = mrb_fixnum_value(i);
-
-    define_with_env(mrb, c, name, fn, 1, &idx);
-}
-
-mrb_int mm_binding_index(mrb_state *mrb)
-{
-    return mrb_fixnum(mrb_cfunc_env_get(mrb, 0));
-}
-
 /* A reader defined by mm_binding_define_reader: its class and tag are in
- * the method's environment, found at no cost per call. */
-static mrb_value reader(mrb_state *mrb, mrb_value self)
+ * its slot. */
+static mrb_value reader(mrb_state *mrb, mrb_value self, int slot)
 {
+    const struct mm_binding_slot *sl = &mm_vm_of(mrb)->slots[slot];
+
     mm_binding_unwrap(mrb, self, NULL); /* raises for an object of an ended request */
-    return mm_binding_wrap_run(mrb, mrb_class_ptr(mrb_cfunc_env_get(mrb, 1)),
-                               (unsigned int)mrb_fixnum(mrb_cfunc_env_get(mrb, 0)));
+    return mm_binding_wrap_run(mrb, sl->cls, sl->tag);
 }
+MM_INDEXED_FUNCS(reader);
 
 void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *cls, unsigned int tag)
 {
     struct RClass *req = mrb_class_get_under(mrb, mm_binding_apache(mrb), "Request");
-    mrb_value env[2];
 
-    env[0] = mrb_fixnum_value(tag);
-    env[1] = mrb_obj_value(cls);
-    define_with_env(mrb, req, name, reader, 2, env);
+    /* the constant may go: the reader's class stays */
+    mrb_gc_register(mrb, mrb_obj_value(cls));
+    mrb_define_method(mrb, req, name, reader_at[new_slot(mrb, cls, tag, NULL)], MRB_ARGS_ANY());
 }

@@ -76,18 +76,15 @@ void mm_binding_log(mrb_state *mrb, request_rec *r, server_rec *s, mrb_int level
  * binding.c), allocated from p. */
 const char *mm_binding_log_text(apr_pool_t *p, const char *data, size_t len, int all);
 
-/* Table-driven methods: defines name on c as fn with the index i stored in
- * the method's environment, where fn finds it with mm_binding_index. */
-void mm_binding_define_indexed(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_int i);
-mrb_int mm_binding_index(mrb_state *mrb);
-
-/* The same without an environment: MM_INDEXED_FUNCS(fn) makes fn_at[i]
- * (i < 32), a plain C method that calls fn(mrb, self, i). An environment
- * costs every VM two objects and a block per method (a Proc and its REnv);
- * these cost it nothing but a method-table entry (docs/benchmarks.md,
+/* Table-driven methods: MM_INDEXED_FUNCS(fn) makes fn_at[i] (i < 32), a
+ * plain C method that calls fn(mrb, self, i); MM_INDEXED_FUNCS8(fn) the
+ * same for i < 8. The index is not kept in the method's environment (a C
+ * Proc with an REnv): that cost every VM two objects and a block per
+ * method, these cost it nothing but a method-table entry (docs/benchmarks.md,
  * "Where a VM's memory goes"). */
-/* (clang-format formats this list differently at each pass: left as is) */
+/* (clang-format formats these lists differently at each pass: left as is) */
 /* clang-format off */
+#define MM_INDEXED_8(X, fn) X(fn, 0) X(fn, 1) X(fn, 2) X(fn, 3) X(fn, 4) X(fn, 5) X(fn, 6) X(fn, 7)
 #define MM_INDEXED_32(X, fn) \
     X(fn, 0) X(fn, 1) X(fn, 2) X(fn, 3) X(fn, 4) X(fn, 5) X(fn, 6) X(fn, 7) \
     X(fn, 8) X(fn, 9) X(fn, 10) X(fn, 11) X(fn, 12) X(fn, 13) X(fn, 14) X(fn, 15) \
@@ -104,9 +101,14 @@ mrb_int mm_binding_index(mrb_state *mrb);
 #define MM_INDEXED_FUNCS(fn)                                                                                 \
     MM_INDEXED_32(MM_INDEXED_FN, fn)                                                                         \
     static const mrb_func_t fn##_at[MM_INDEXED_MAX] = {MM_INDEXED_32(MM_INDEXED_REF, fn)}
+#define MM_INDEXED_FUNCS8(fn)                                                                                \
+    MM_INDEXED_8(MM_INDEXED_FN, fn)                                                                          \
+    static const mrb_func_t fn##_at[8] = {MM_INDEXED_8(MM_INDEXED_REF, fn)}
 
 /* Defines Apache::Request#name, returning an object of cls (a wrapper with
- * the given tag) bound to the same request. Apache::Request must exist. */
+ * the given tag) bound to the same request. Apache::Request must exist.
+ * cls and tag are kept in one of the VM's binding slots (vm.h), cls also
+ * from the collector. */
 void mm_binding_define_reader(mrb_state *mrb, const char *name, struct RClass *cls, unsigned int tag);
 
 /* Defines Apache::<name>, whose objects are wrappers (above), with a `new`

@@ -29,6 +29,9 @@ typedef enum {
     MM_RETIRE_FIBER    /* Fiber#initialize was redefined: no script may sleep in it */
 } mm_retire_e;
 
+/* As many as binding.h's MM_INDEXED_MAX: one C function per slot. */
+#define MM_BINDING_SLOTS 32
+
 /* Owned by the thread that created it; freed by mm_vm_close (or, when the
  * thread exits while scripts of this VM sleep, by the run that finishes the
  * last of them). mrb->ud points back to this struct, which is how C methods
@@ -47,7 +50,17 @@ struct mm_vm {
     mrb_sym sym_backtrace;        /* :backtrace (an exception's), interned once */
     struct RClass *http_error;    /* Apache::HTTPError, whatever scripts do to the constant */
     struct RClass *timeout_class; /* Apache::Timeout, the same way */
-    int gc_interval_ratio;        /* the collector's settings before any script ran */
+    /* What the methods binding.c defines per slot stand for in this VM
+     * (Request's readers: a class and tag; the kind classes' new: their
+     * mm_kind_class_t), set at its start: one C function per slot, not a
+     * C Proc with an environment (two objects each). */
+    struct mm_binding_slot {
+        struct RClass *cls;
+        unsigned int tag;
+        const void *data;
+    } slots[MM_BINDING_SLOTS];
+    int nslots;
+    int gc_interval_ratio; /* the collector's settings before any script ran */
     int gc_step_ratio;
 
     /* mruby's one SystemStackError object of the VM, as mruby made it: run.c

@@ -25,13 +25,14 @@ static mrb_value encode(mrb_state *mrb, mrb_value data, int flags)
 
 /* Base64.encode64(bin), strict_encode64(bin): the flags are the method's
  * index. */
-static mrb_value b64_encode(mrb_state *mrb, mrb_value self)
+static mrb_value b64_encode(mrb_state *mrb, mrb_value self, int flags)
 {
     mrb_value data;
 
     mrb_get_args(mrb, "S", &data);
-    return encode(mrb, data, (int)mm_binding_index(mrb));
+    return encode(mrb, data, flags);
 }
+MM_INDEXED_FUNCS8(b64_encode);
 
 /* Base64.urlsafe_encode64(bin, padding: true) */
 static mrb_value b64_urlsafe_encode(mrb_state *mrb, mrb_value self)
@@ -71,7 +72,7 @@ static mrb_value b64_decode(mrb_state *mrb, mrb_value self)
 
 /* Base64.strict_decode64(str), urlsafe_decode64(str): urlsafe is the
  * method's index. */
-static mrb_value b64_strict_decode(mrb_state *mrb, mrb_value self)
+static mrb_value b64_strict_decode(mrb_state *mrb, mrb_value self, int urlsafe)
 {
     mrb_value text, out;
     const char *why;
@@ -81,22 +82,23 @@ static mrb_value b64_strict_decode(mrb_state *mrb, mrb_value self)
     mrb_get_args(mrb, "S", &text);
     out = decoded_buffer(mrb, (size_t)RSTRING_LEN(text));
     n = mm_base64_decode_strict(RSTRING_PTR(text), (size_t)RSTRING_LEN(text),
-                                (unsigned char *)RSTRING_PTR(out), (int)mm_binding_index(mrb), &why, &where);
+                                (unsigned char *)RSTRING_PTR(out), urlsafe, &why, &where);
     if (n < 0) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "invalid base64: %s (byte %i)", why, (mrb_int)where);
     }
     return mrb_str_resize(mrb, out, (mrb_int)n);
 }
+MM_INDEXED_FUNCS8(b64_strict_decode);
 
 void mm_base64_init(mrb_state *mrb)
 {
     struct RClass *b64 = mrb_define_module(mrb, "Base64");
     struct RClass *meta = mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(b64)));
 
-    mm_binding_define_indexed(mrb, meta, "encode64", b64_encode, MM_B64_LINES);
-    mm_binding_define_indexed(mrb, meta, "strict_encode64", b64_encode, 0);
+    mrb_define_method(mrb, meta, "encode64", b64_encode_at[MM_B64_LINES], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "strict_encode64", b64_encode_at[0], MRB_ARGS_ANY());
     mrb_define_class_method(mrb, b64, "urlsafe_encode64", b64_urlsafe_encode, MRB_ARGS_ARG(1, 1));
     mrb_define_class_method(mrb, b64, "decode64", b64_decode, MRB_ARGS_REQ(1));
-    mm_binding_define_indexed(mrb, meta, "strict_decode64", b64_strict_decode, 0);
-    mm_binding_define_indexed(mrb, meta, "urlsafe_decode64", b64_strict_decode, 1);
+    mrb_define_method(mrb, meta, "strict_decode64", b64_strict_decode_at[0], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "urlsafe_decode64", b64_strict_decode_at[1], MRB_ARGS_ANY());
 }

@@ -145,15 +145,15 @@ static unsigned int value(mrb_state *mrb, mrb_value self, unsigned char *out, in
 }
 
 /* The value in the form the method's index names (mm_form_e). */
-static mrb_value formatted(mrb_state *mrb, const unsigned char *out, unsigned int len)
+static mrb_value formatted(mrb_state *mrb, mm_form_e form, const unsigned char *out, unsigned int len)
 {
-    return mm_crypto_formatted(mrb, (mm_form_e)mm_binding_index(mrb), out, len);
+    return mm_crypto_formatted(mrb, form, out, len);
 }
 
 /* digest, hexdigest, base64digest (str = nil): the value so far; given a
  * String, the value of that String alone, the object reset before and
  * after (CRuby's Digest::Instance). */
-static mrb_value digest_value(mrb_state *mrb, mrb_value self)
+static mrb_value digest_value(mrb_state *mrb, mrb_value self, mm_form_e form)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
     mrb_value str = mrb_nil_value();
@@ -161,21 +161,23 @@ static mrb_value digest_value(mrb_state *mrb, mrb_value self)
 
     mrb_get_args(mrb, "|S!", &str);
     if (mrb_nil_p(str)) {
-        return formatted(mrb, out, value(mrb, self, out, 0));
+        return formatted(mrb, form, out, value(mrb, self, out, 0));
     }
     if (!EVP_DigestInit_ex(ctx, NULL, NULL) || !EVP_DigestUpdate(ctx, RSTRING_PTR(str), RSTRING_LEN(str))) {
         mm_crypto_raise(mrb, mm_crypto_error(mrb), "digest failed");
     }
-    return formatted(mrb, out, value(mrb, self, out, 1));
+    return formatted(mrb, form, out, value(mrb, self, out, 1));
 }
+MM_INDEXED_FUNCS8(digest_value);
 
 /* digest!, hexdigest!, base64digest!, finish: the value, then reset. */
-static mrb_value digest_value_bang(mrb_state *mrb, mrb_value self)
+static mrb_value digest_value_bang(mrb_state *mrb, mrb_value self, mm_form_e form)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
 
-    return formatted(mrb, out, value(mrb, self, out, 1));
+    return formatted(mrb, form, out, value(mrb, self, out, 1));
 }
+MM_INDEXED_FUNCS8(digest_value_bang);
 
 static mrb_value digest_reset(mrb_state *mrb, mrb_value self)
 {
@@ -223,7 +225,7 @@ static mrb_value digest_inspect(mrb_state *mrb, mrb_value self)
 }
 
 /* Digest::SHA256.digest(str), .hexdigest(str), .base64digest(str) */
-static mrb_value class_value(mrb_state *mrb, mrb_value klass)
+static mrb_value class_value(mrb_state *mrb, mrb_value klass, mm_form_e form)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
     mm_md_e md = class_md(mrb, klass);
@@ -231,8 +233,9 @@ static mrb_value class_value(mrb_state *mrb, mrb_value klass)
     mrb_int n;
 
     mrb_get_args(mrb, "s", &data, &n);
-    return formatted(mrb, out, mm_crypto_digest(mrb, md, data, (size_t)n, out));
+    return formatted(mrb, form, out, mm_crypto_digest(mrb, md, data, (size_t)n, out));
 }
+MM_INDEXED_FUNCS8(class_value);
 
 /* Digest.hexencode(str) */
 static mrb_value digest_hexencode(mrb_state *mrb, mrb_value self)
@@ -260,12 +263,12 @@ void mm_digest_init(mrb_state *mrb)
     mrb_define_method(mrb, base, "update", digest_update, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, base, "<<", digest_update, MRB_ARGS_REQ(1));
     for (i = 0; i < 3; i++) {
-        mm_binding_define_indexed(mrb, base, forms[i], digest_value, (mrb_int)i);
-        mm_binding_define_indexed(mrb, base, bang_forms[i], digest_value_bang, (mrb_int)i);
-        mm_binding_define_indexed(mrb, meta, forms[i], class_value, (mrb_int)i);
+        mrb_define_method(mrb, base, forms[i], digest_value_at[i], MRB_ARGS_ANY());
+        mrb_define_method(mrb, base, bang_forms[i], digest_value_bang_at[i], MRB_ARGS_ANY());
+        mrb_define_method(mrb, meta, forms[i], class_value_at[i], MRB_ARGS_ANY());
     }
-    mm_binding_define_indexed(mrb, base, "finish", digest_value_bang, MM_AS_BINARY);
-    mm_binding_define_indexed(mrb, base, "to_s", digest_value, MM_AS_HEX);
+    mrb_define_method(mrb, base, "finish", digest_value_bang_at[MM_AS_BINARY], MRB_ARGS_ANY());
+    mrb_define_method(mrb, base, "to_s", digest_value_at[MM_AS_HEX], MRB_ARGS_ANY());
     mrb_define_method(mrb, base, "reset", digest_reset, MRB_ARGS_NONE());
     mrb_define_method(mrb, base, "digest_length", digest_length, MRB_ARGS_NONE());
     mrb_define_method(mrb, base, "length", digest_length, MRB_ARGS_NONE());

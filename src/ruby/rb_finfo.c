@@ -55,11 +55,11 @@ static mrb_int unix_mode(apr_fileperms_t p)
 }
 
 /* Times are microseconds since the epoch, as mod_mruby gave them. */
-static mrb_value finfo_field(mrb_state *mrb, mrb_value self)
+static mrb_value finfo_field(mrb_state *mrb, mrb_value self, mm_finfo_field_e field)
 {
     const apr_finfo_t *fi = &mm_binding_unwrap(mrb, self, NULL)->finfo;
 
-    switch ((mm_finfo_field_e)mm_binding_index(mrb)) {
+    switch (field) {
     case FI_PERMISSION:
         return mrb_fixnum_value(fi->protection);
     case FI_MODE:
@@ -92,6 +92,8 @@ static mrb_value finfo_field(mrb_state *mrb, mrb_value self)
     return mrb_nil_value();
 }
 
+MM_INDEXED_FUNCS(finfo_field);
+
 void mm_finfo_init(mrb_state *mrb)
 {
     struct RClass *c = mm_binding_define_wrapper_class(mrb, "Finfo", 1);
@@ -99,7 +101,7 @@ void mm_finfo_init(mrb_state *mrb)
 
     mm_binding_define_reader(mrb, "finfo", c, 0);
     for (i = 0; i < FI_COUNT; i++) {
-        mm_binding_define_indexed(mrb, c, names[i], finfo_field, i);
+        mrb_define_method(mrb, c, names[i], finfo_field_at[i], MRB_ARGS_ANY());
     }
 #define MM_CONST(name) mrb_define_const(mrb, c, #name, mrb_fixnum_value(name));
 #include "finfo_constants.inc"

@@ -18,7 +18,7 @@
 
 /* OpenSSL::HMAC.digest(name, key, data), .hexdigest, .base64digest: name
  * is a digest's name ("SHA256") or a Digest class. */
-static mrb_value hmac_value(mrb_state *mrb, mrb_value self)
+static mrb_value hmac_value(mrb_state *mrb, mrb_value self, mm_form_e form)
 {
     unsigned char out[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
@@ -35,8 +35,9 @@ static mrb_value hmac_value(mrb_state *mrb, mrb_value self)
     if (HMAC(md, key, (int)key_len, (const unsigned char *)data, (size_t)data_len, out, &len) == NULL) {
         mm_crypto_raise(mrb, mm_crypto_error(mrb), "HMAC failed");
     }
-    return mm_crypto_formatted(mrb, (mm_form_e)mm_binding_index(mrb), out, len);
+    return mm_crypto_formatted(mrb, form, out, len);
 }
+MM_INDEXED_FUNCS8(hmac_value);
 
 /* OpenSSL.fixed_length_secure_compare(a, b): whether two Strings of the
  * same length are equal, in a time that depends on their length only
@@ -80,9 +81,9 @@ void mm_openssl_init(mrb_state *mrb)
     struct RClass *error = mrb_define_class_under(mrb, openssl, "OpenSSLError", mrb->eStandardError_class);
 
     mrb_define_class_under(mrb, hmac, "HMACError", error);
-    mm_binding_define_indexed(mrb, meta, "digest", hmac_value, MM_AS_BINARY);
-    mm_binding_define_indexed(mrb, meta, "hexdigest", hmac_value, MM_AS_HEX);
-    mm_binding_define_indexed(mrb, meta, "base64digest", hmac_value, MM_AS_BASE64);
+    mrb_define_method(mrb, meta, "digest", hmac_value_at[MM_AS_BINARY], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "hexdigest", hmac_value_at[MM_AS_HEX], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "base64digest", hmac_value_at[MM_AS_BASE64], MRB_ARGS_ANY());
     mrb_define_module_function(mrb, openssl, "fixed_length_secure_compare", fixed_length_secure_compare,
                                MRB_ARGS_REQ(2));
     mrb_define_module_function(mrb, openssl, "secure_compare", secure_compare, MRB_ARGS_REQ(2));

@@ -304,10 +304,9 @@ static mrb_value request_check(mrb_state *mrb, mrb_value self)
 /* add_output_filter(name) / add_input_filter(name): inserts a registered
  * httpd filter (e.g. "DEFLATE") for this request; meant for InsertFilter
  * and earlier phases. */
-static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
+static mrb_value request_add_filter(mrb_state *mrb, mrb_value self, int input)
 {
     request_rec *r = mm_binding_unwrap(mrb, self, NULL);
-    int input = (int)mm_binding_index(mrb);
     const char *name = mm_binding_pstr(mrb, r->pool, mrb_get_arg1(mrb), "a filter name");
     ap_filter_t *f = input ? ap_add_input_filter(name, NULL, r, r->connection)
                            : ap_add_output_filter(name, NULL, r, r->connection);
@@ -317,6 +316,16 @@ static mrb_value request_add_filter(mrb_state *mrb, mrb_value self)
                    name);
     }
     return self;
+}
+
+static mrb_value request_add_output_filter(mrb_state *mrb, mrb_value self)
+{
+    return request_add_filter(mrb, self, 0);
+}
+
+static mrb_value request_add_input_filter(mrb_state *mrb, mrb_value self)
+{
+    return request_add_filter(mrb, self, 1);
 }
 
 void mm_request_init(mrb_state *mrb)
@@ -352,6 +361,6 @@ void mm_request_init(mrb_state *mrb)
     mrb_define_method(mrb, req, "log", request_error_log, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, req, "internal_redirect", request_internal_redirect, MRB_ARGS_REQ(1));
     mrb_define_method(mrb, req, "__check", request_check, MRB_ARGS_NONE());
-    mm_binding_define_indexed(mrb, req, "add_output_filter", request_add_filter, 0);
-    mm_binding_define_indexed(mrb, req, "add_input_filter", request_add_filter, 1);
+    mrb_define_method(mrb, req, "add_output_filter", request_add_output_filter, MRB_ARGS_ANY());
+    mrb_define_method(mrb, req, "add_input_filter", request_add_input_filter, MRB_ARGS_ANY());
 }

@@ -58,10 +58,9 @@ static mrb_value random_string(mrb_state *mrb, size_t n)
 
 /* SecureRandom.random_bytes(n = 16), hex(n = 16), base64(n = 16): n
  * random bytes, as they are or encoded (the method's index). */
-static mrb_value sr_bytes(mrb_state *mrb, mrb_value self)
+static mrb_value sr_bytes(mrb_state *mrb, mrb_value self, mm_form_e form)
 {
     mrb_value n = mrb_nil_value(), bytes;
-    mm_form_e form = (mm_form_e)mm_binding_index(mrb);
 
     mrb_get_args(mrb, "|o", &n);
     bytes = random_string(mrb, size_arg(mrb, n));
@@ -71,6 +70,7 @@ static mrb_value sr_bytes(mrb_state *mrb, mrb_value self)
     return mm_crypto_formatted(mrb, form, (const unsigned char *)RSTRING_PTR(bytes),
                                (size_t)RSTRING_LEN(bytes));
 }
+MM_INDEXED_FUNCS8(sr_bytes);
 
 /* SecureRandom.urlsafe_base64(n = 16, padding = false) */
 static mrb_value sr_urlsafe_base64(mrb_state *mrb, mrb_value self)
@@ -218,9 +218,9 @@ void mm_random_init(mrb_state *mrb)
     struct RClass *sr = mrb_define_module(mrb, "SecureRandom");
     struct RClass *meta = mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(sr)));
 
-    mm_binding_define_indexed(mrb, meta, "random_bytes", sr_bytes, MM_AS_BINARY);
-    mm_binding_define_indexed(mrb, meta, "hex", sr_bytes, MM_AS_HEX);
-    mm_binding_define_indexed(mrb, meta, "base64", sr_bytes, MM_AS_BASE64);
+    mrb_define_method(mrb, meta, "random_bytes", sr_bytes_at[MM_AS_BINARY], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "hex", sr_bytes_at[MM_AS_HEX], MRB_ARGS_ANY());
+    mrb_define_method(mrb, meta, "base64", sr_bytes_at[MM_AS_BASE64], MRB_ARGS_ANY());
     mrb_define_class_method(mrb, sr, "urlsafe_base64", sr_urlsafe_base64, MRB_ARGS_OPT(2));
     mrb_define_class_method(mrb, sr, "uuid", sr_uuid, MRB_ARGS_NONE());
     mrb_define_class_method(mrb, sr, "alphanumeric", sr_alphanumeric, MRB_ARGS_OPT(1));

@@ -60,10 +60,9 @@ static server_rec *server_of(mrb_state *mrb, mrb_value self)
     return run->r ? run->r->server : run->s;
 }
 
-static mrb_value server_field(mrb_state *mrb, mrb_value self)
+static mrb_value server_field(mrb_state *mrb, mrb_value self, size_t i)
 {
     server_rec *s = server_of(mrb, self);
-    mrb_int i = mm_binding_index(mrb);
     const char *base = (const char *)s + fields[i].offset;
 
     switch (fields[i].type) {
@@ -84,6 +83,8 @@ static mrb_value server_field(mrb_state *mrb, mrb_value self)
     }
     return mrb_nil_value();
 }
+
+MM_INDEXED_FUNCS(server_field);
 
 /* The DocumentRoot configured for this server (Request#document_root is the
  * one in effect for the request). */
@@ -121,7 +122,7 @@ void mm_server_init(mrb_state *mrb)
 
     mm_binding_define_reader(mrb, "server", c, 0);
     for (i = 0; i < FIELD_COUNT; i++) {
-        mm_binding_define_indexed(mrb, c, fields[i].name, server_field, (mrb_int)i);
+        mrb_define_method(mrb, c, fields[i].name, server_field_at[i], MRB_ARGS_ANY());
     }
     mrb_define_method(mrb, c, "document_root", server_document_root, MRB_ARGS_NONE());
     mrb_define_method(mrb, c, "docroot", server_document_root, MRB_ARGS_NONE());

@@ -225,9 +225,8 @@ static mrb_value table_to_a(mrb_state *mrb, mrb_value self)
     return result;
 }
 
-static mrb_value table_new(mrb_state *mrb, mrb_value klass)
+static mrb_value table_new(mrb_state *mrb, mrb_value klass, unsigned int kind)
 {
-    unsigned int kind = (unsigned int)mm_binding_index(mrb);
     mrb_value obj = mm_binding_wrap(mrb, mrb_class_ptr(klass), kind);
 
     /* Apache::Env.new means the CGI variables, as mod_mruby had it (r.subprocess_env is the table as it is).
@@ -240,6 +239,7 @@ static mrb_value table_new(mrb_state *mrb, mrb_value klass)
     }
     return obj;
 }
+MM_INDEXED_FUNCS8(table_new);
 
 void mm_table_init(mrb_state *mrb)
 {
@@ -260,7 +260,6 @@ void mm_table_init(mrb_state *mrb)
 
         MRB_SET_INSTANCE_TT(c, MRB_TT_DATA);
         mm_binding_define_reader(mrb, kinds[i].reader, c, i);
-        mm_binding_define_indexed(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(c))), "new",
-                                  table_new, i);
+        mrb_define_class_method(mrb, c, "new", table_new_at[i], MRB_ARGS_ANY());
     }
 }
