@@ -115,31 +115,27 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
         out["slow_cpu_us_per_call"] = statistics.median(s["cpu_us_per_call"] for s in slow)
         out["kb_per_call_in_flight"] = (max(during) - before) / 1000.0 if during else None
         # fast backend, keep-alive, side by side
-        fast = {"gateway": [], "mod_proxy": []}
-        cpu = {"gateway": [], "mod_proxy": []}
-        for _ in range(rounds):
-            for name, path in (("gateway", "/gf"), ("mod_proxy", "/px")):
-                c0 = gateway.cpu_seconds()
-                r = run_ab(gateway.url + path, requests, concurrency, True)
-                c1 = gateway.cpu_seconds()
-                fast[name].append(r.rps)
-                cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
-        out["fast_rps"] = {k: statistics.median(v) for k, v in fast.items()}
-        out["cpu_us_per_call"] = {k: statistics.median(v) for k, v in cpu.items()}
+        def side_by_side(loads):
+            """Each (name, path, keep-alive) load once per round, in turn:
+            the medians of their rps and of the gateway's CPU per request."""
+            rps = {name: [] for name, _, _ in loads}
+            cpu = {name: [] for name, _, _ in loads}
+            for _ in range(rounds):
+                for name, path, keep in loads:
+                    c0 = gateway.cpu_seconds()
+                    r = run_ab(gateway.url + path, requests, concurrency, keep)
+                    c1 = gateway.cpu_seconds()
+                    rps[name].append(r.rps)
+                    cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
+            return ({k: statistics.median(v) for k, v in rps.items()},
+                    {k: statistics.median(v) for k, v in cpu.items()})
+
+        out["fast_rps"], out["cpu_us_per_call"] = side_by_side(
+            (("gateway", "/gf", True), ("mod_proxy", "/px", True)))
         out["ratio"] = out["fast_rps"]["gateway"] / out["fast_rps"]["mod_proxy"]
         # a suspension's cost to a keep-alive client
-        resume = {"n0_keepalive": [], "n0_close": [], "s0_keepalive": []}
-        resume_cpu = {k: [] for k in resume}
-        for _ in range(rounds):
-            for name, path, keep in (("n0_keepalive", "/n0", True), ("n0_close", "/n0", False),
-                                     ("s0_keepalive", "/s0", True)):
-                c0 = gateway.cpu_seconds()
-                r = run_ab(gateway.url + path, requests, concurrency, keep)
-                c1 = gateway.cpu_seconds()
-                resume[name].append(r.rps)
-                resume_cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
-        out["resume_rps"] = {k: statistics.median(v) for k, v in resume.items()}
-        out["resume_cpu_us"] = {k: statistics.median(v) for k, v in resume_cpu.items()}
+        out["resume_rps"], out["resume_cpu_us"] = side_by_side(
+            (("n0_keepalive", "/n0", True), ("n0_close", "/n0", False), ("s0_keepalive", "/s0", True)))
         log("== gateway: 1000 clients, 100 ms backend: %.2f s (median), %.1f us CPU per call; fast backend "
             "%.0f rps vs mod_proxy %.0f rps (%.2f x); %.1f us CPU per call; %.1f KB per call in flight; "
             "keep-alive %.0f rps %.1f us, closed %.0f rps %.1f us, suspended %.0f rps %.1f us" % (

@@ -290,6 +290,17 @@ static void disarm(struct mm_sleeper *z)
     z->armed = 0;
 }
 
+/* What z waits for has come (a socket, or mm_suspend_poke): it is due now,
+ * first in the list (under alarms.lock; z is in the list). */
+static void hurry(struct mm_sleeper *z)
+{
+    disarm(z);
+    unlink_sleeper(z);
+    z->by_io = 1;
+    z->due = apr_time_now();
+    insert(z);
+}
+
 static void schedule(struct mm_sleeper *z)
 {
     z->handed = 1;
@@ -389,11 +400,7 @@ static void await(void)
         }
         z = fd < (uint64_t)alarms.nby_fd ? alarms.by_fd[fd] : NULL;
         if (z) {
-            disarm(z);
-            unlink_sleeper(z);
-            z->by_io = 1;
-            z->due = apr_time_now();
-            insert(z);
+            hurry(z);
         }
     }
 }
@@ -560,11 +567,7 @@ void mm_suspend_poke(request_rec *r)
     }
     apr_thread_mutex_lock(alarms.lock);
     if (z->prev || z->next || alarms.first == z) {
-        disarm(z);
-        unlink_sleeper(z);
-        z->by_io = 1;
-        z->due = apr_time_now();
-        insert(z);
+        hurry(z);
         if (alarms.first == z) {
             signal_alarms();
         }

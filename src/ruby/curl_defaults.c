@@ -21,15 +21,20 @@ int mm_curl_ready(void)
 
 /* libcurl 7.88 leaves its sockets inheritable: a pooled backend
  * connection would go on in a process a script or mod_cgi starts. */
-static int cloexec(void *clientp, curl_socket_t fd, curlsocktype purpose)
+void mm_curl_cloexec(curl_socket_t fd)
 {
     int flags = fcntl(fd, F_GETFD);
 
-    (void)clientp;
-    (void)purpose;
     if (flags >= 0) {
         fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
     }
+}
+
+static int cloexec(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)clientp;
+    (void)purpose;
+    mm_curl_cloexec(fd);
     return CURL_SOCKOPT_OK;
 }
 

@@ -14,4 +14,8 @@ int mm_curl_ready(void);
  * go where the script says). */
 void mm_curl_defaults(CURL *easy);
 
+/* Marks fd close-on-exec (what mm_curl_defaults's socket callback does;
+ * for a caller with a socket callback of its own). */
+void mm_curl_cloexec(curl_socket_t fd);
+
 #endif

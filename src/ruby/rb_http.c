@@ -20,7 +20,6 @@
 #include <mruby/string.h>
 
 #include <curl/curl.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,11 +270,9 @@ static int on_sockopt(void *clientp, curl_socket_t s, curlsocktype purpose)
 {
     http_call_t *c = clientp;
     http_vm_t *h = c->owner->vm;
-    int i, same = 0, flags = fcntl(s, F_GETFD);
+    int i, same = 0;
 
-    if (flags >= 0) {
-        fcntl(s, F_SETFD, flags | FD_CLOEXEC);
-    }
+    mm_curl_cloexec(s);
     if (purpose != CURLSOCKTYPE_IPCXN) {
         return CURL_SOCKOPT_OK;
     }
@@ -980,12 +977,6 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
     holder = make_calls(mrb, h, specs, 0);
     calls = DATA_PTR(holder);
     attach(m, calls);
-    if (r) {
-        /* should a call end while another request of this VM drives the
-         * multi handle, that request wakes this one's script */
-        calls->r = r;
-        apr_pool_cleanup_register(r->pool, calls, owner_gone, apr_pool_cleanup_null);
-    }
     /* A service that answers at once (a near one, a kept connection)
      * answers within a millisecond or two: waiting for it here costs the
      * thread less than suspending the request, and keeps the client's
@@ -998,6 +989,12 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
             break;
         }
         curl_multi_poll(m, NULL, 0, 1, NULL);
+    }
+    if (r && !all_done(calls)) {
+        /* the script will sleep: should a call end while another request
+         * of this VM drives the multi handle, that request wakes it */
+        calls->r = r;
+        apr_pool_cleanup_register(r->pool, calls, owner_gone, apr_pool_cleanup_null);
     }
     return holder;
 }
