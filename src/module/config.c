@@ -23,6 +23,7 @@
 #include "cache.h"
 #include "code.h"
 #include "config.h"
+#include "dirwalk.h"
 #include "mod_mruby.h"
 #include "parse.h"
 
@@ -31,6 +32,7 @@ mm_settings_t mm_settings;
 void mm_config_pre_config(apr_pool_t *pconf)
 {
     mm_phase_pre_config();
+    mm_dirwalk_pre_config();
     memset(&mm_settings, 0, sizeof mm_settings);
     mm_settings.compile_bytes = MM_DEFAULT_COMPILE_BYTES;
     mm_settings.compile_ms = MM_DEFAULT_COMPILE_MS;
@@ -43,6 +45,7 @@ static const mm_dir_conf_t empty_conf = {
     .body_limit = MM_UNSET,
     .fields_limit = MM_UNSET,
     .default_ok = MM_UNSET,
+    .dirwalk = MM_UNSET,
 };
 
 void *mm_config_create_dir(apr_pool_t *p, char *dir)
@@ -95,6 +98,7 @@ void *mm_config_merge_dir(apr_pool_t *p, void *basev, void *addv)
     conf->body_limit = add->body_limit != MM_UNSET ? add->body_limit : base->body_limit;
     conf->fields_limit = add->fields_limit != MM_UNSET ? add->fields_limit : base->fields_limit;
     conf->default_ok = add->default_ok != MM_UNSET ? add->default_ok : base->default_ok;
+    conf->dirwalk = add->dirwalk != MM_UNSET ? add->dirwalk : base->dirwalk;
     return conf;
 }
 
@@ -440,6 +444,25 @@ static const char *cmd_default_return(cmd_parms *cmd, void *dconf, const char *a
     return NULL;
 }
 
+/* mrubyDirectoryWalk On|Off: Off, the section's requests are not mapped
+ * to the file system (dirwalk.c). httpd knows the <Location> sections (and
+ * <If> ones) before it maps a request, not the <Directory> and <Files>
+ * ones, which the walk finds: refused there. */
+static const char *cmd_dirwalk(cmd_parms *cmd, void *dconf, int on)
+{
+    mm_dir_conf_t *dc = dconf;
+    const char *err = ap_check_cmd_context(cmd, MM_SECTION_SETTING | NOT_IN_DIRECTORY | NOT_IN_FILES);
+
+    if (err) {
+        return err;
+    }
+    dc->dirwalk = on;
+    if (!on) {
+        mm_dirwalk_use();
+    }
+    return NULL;
+}
+
 /* Where httpd lets each kind of directive appear; check_context narrows. */
 #define MM_CONTEXT_DIR    (RSRC_CONF | ACCESS_CONF)
 #define MM_CONTEXT_URI    (RSRC_CONF | ACCESS_CONF)
@@ -486,6 +509,9 @@ const command_rec mm_directives[] = {
                   "the most fields Request#query_params and #form_params return"),
     AP_INIT_TAKE1("mrubyDefaultReturn", cmd_default_return, NULL, MM_DIR_CONTEXT,
                   "OK or DECLINED: the result of a phase script that ends without Apache.return"),
+    AP_INIT_FLAG("mrubyDirectoryWalk", cmd_dirwalk, NULL, MM_DIR_CONTEXT,
+                 "Off: the section's requests are not mapped to the file system (no <Directory>, "
+                 "<Files> or .htaccess), as mod_proxy's are not"),
     {NULL},
 };
 /* clang-format on */

@@ -26,6 +26,7 @@ typedef struct {
     int fields_limit;            /* mrubyFormFieldsLimit; MM_UNSET until set or merged */
     int default_ok;              /* mrubyDefaultReturn: 1 OK, 0 DECLINED (DECLINED is MM_UNSET's
                                     -1); MM_UNSET until set or merged */
+    int dirwalk;                 /* mrubyDirectoryWalk: 1 On, 0 Off; MM_UNSET (On) until set or merged */
     /* The section's filter and authn scripts (slots.h); NULL: inherited. */
     const mm_slot_script_t *slots[MM_SLOT_COUNT];
 } mm_dir_conf_t;

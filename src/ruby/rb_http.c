@@ -62,6 +62,10 @@
  * script makes one call at a time in the common case; the handles of more
  * calls at once (all) are made and cleaned up as needed. */
 #define HTTP_IDLE_EASY 4
+/* The body and header buffers of an ended call are kept for the VM's next
+ * call when they are at most this large (a call then allocates nothing for
+ * its answer). */
+#define HTTP_SPARE_MAX (16 * 1024)
 
 /* The VM's libcurl state: its multi handle, whose connection cache is the
  * VM's keep-alive pool, the easy handles kept for the next calls, and the
@@ -75,8 +79,10 @@ typedef struct {
     int nidle;
     char *last_url;
     CURLU *last_parsed;
-    unsigned long last_gen;    /* counts the last_url there has been */
-    unsigned long last_origin; /* last_url's origin (origin_key) */
+    unsigned long last_gen;       /* counts the last_url there has been */
+    unsigned long last_origin;    /* last_url's origin (origin_key) */
+    char *spare_body, *spare_hdr; /* an ended call's buffers (HTTP_SPARE_MAX), or NULL */
+    size_t spare_bcap, spare_hcap;
     /* The connections curl holds for the VM's calls (opened by curl's
      * socket option callback, closed by its close callback): their
      * origins, to count them (HTTP_POOL_PER_ORIGIN). */
@@ -176,8 +182,18 @@ static void calls_release(http_calls_t *calls, int keep)
         }
         curl_url_cleanup(c->url);
         curl_slist_free_all(c->headers);
-        free(c->body);
-        free(c->hdr);
+        if (keep && c->body && c->cap <= HTTP_SPARE_MAX && calls->vm->spare_body == NULL) {
+            calls->vm->spare_body = c->body;
+            calls->vm->spare_bcap = c->cap;
+        } else {
+            free(c->body);
+        }
+        if (keep && c->hdr && c->hcap <= HTTP_SPARE_MAX && calls->vm->spare_hdr == NULL) {
+            calls->vm->spare_hdr = c->hdr;
+            calls->vm->spare_hcap = c->hcap;
+        } else {
+            free(c->hdr);
+        }
     }
     free(calls);
 }
@@ -200,6 +216,8 @@ static apr_status_t http_vm_cleanup(void *p)
         curl_easy_cleanup(h->idle[--h->nidle]);
     }
     free(h->last_url);
+    free(h->spare_body);
+    free(h->spare_hdr);
     curl_url_cleanup(h->last_parsed);
     curl_multi_cleanup(h->multi);
     free(h->socks);
@@ -589,6 +607,16 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         connect = timeout;
     }
     c->max = (size_t)max;
+    if (h->spare_body) { /* the last call's buffers (the Data object frees them on a raise) */
+        c->body = h->spare_body;
+        c->cap = h->spare_bcap;
+        h->spare_body = NULL;
+    }
+    if (h->spare_hdr) {
+        c->hdr = h->spare_hdr;
+        c->hcap = h->spare_hcap;
+        h->spare_hdr = NULL;
+    }
     if (h->nidle > 0) {
         c->easy = h->idle[--h->nidle];
         set = h->idle_set[h->nidle];

@@ -313,6 +313,21 @@ def test_default_return(make_httpd, mpm):
     assert srv.get("/x", headers={"Host": "main.example.com"}).status == 403
 
 
+def test_directory_walk(make_httpd, mpm):
+    """The example's gateway reaches a backend of the test's (under
+    Debian's <Directory />), and its own Require applies: a client from
+    another address is refused. (test_directory_walk.py shows what the
+    walk's absence changes.)"""
+    backend = make_httpd("doc-walk-backend", mpm,
+                         answering("/api", "Apache.rputs 'backend ' + Apache::Request.new.uri")).start()
+    example = directives_example("mrubyDirectoryWalk", count=1)
+    conf = DEBIAN_ROOT + adapt(example, ("http://10.0.0.5:8080", "http://127.0.0.1:%d" % backend.port),
+                               ("Require ip 10.0.0.0/8", "Require ip 127.0.0.1"))
+    srv = make_httpd("doc-walk", mpm, conf, modules=("authz_host",)).start()
+    assert srv.ok("/api/v1").body == b"backend /api/v1"
+    assert srv.request("GET", "/api/v1", source="127.0.0.2").status == 403
+
+
 def test_server_token(make_httpd, mpm):
     conf = directives_example("mrubyServerToken", count=1)
     srv = make_httpd("doc-token", mpm, conf, files={"htdocs/a.txt": "a"}).start()
@@ -688,6 +703,7 @@ EXAMPLES = {
         ("mrubyTimeout", "apache"),
         ("mrubyRequestBodyLimit", "apache"),
         ("mrubyDefaultReturn", "apache"),
+        ("mrubyDirectoryWalk", "apache"),
         ("mrubyServerToken", "apache"),
         ("mrubyCache", "apache"),  # test_cache
         ("Locking: the `mruby-cache` mutex", "apache"),  # cache_conf
@@ -1069,6 +1085,7 @@ VALUES = {
     "mrubyMemoryLimit": "off", "mrubyMaxRequestsPerVM": "0", "mrubyServerToken": "Off",
     "mrubyRequestBodyLimit": "1M", "mrubyFormFieldsLimit": "10", "mrubyCompileLimit": "1M 2000",
     "mrubyDefaultReturn": "OK",
+    "mrubyDirectoryWalk": "Off",
 }
 NAMED = ("mrubyOutputFilterNamed", "mrubyInputFilterNamed", "mrubyAuthzProvider")
 
