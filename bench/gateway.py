@@ -7,7 +7,10 @@ backend with Apache::HTTP and answers its body, on the event MPM.
   = 4 s; suspended ones, about 100 ms plus the work.
 * Fast backend: it answers at once; keep-alive throughput of the gateway
   against mod_proxy (`ProxyPass` to the same backend, the C floor for this
-  job), side by side, rounds interleaved.
+  job), side by side, rounds interleaved. The gateway's sections are not
+  mapped to the file system (`mrubyDirectoryWalk Off`), as mod_proxy's
+  URLs are not; `/gd`, the same gateway with httpd's directory walk, runs
+  beside them.
 
 Also the gateway's CPU per call (its processes' CPU time over the calls of
 the slow and the fast runs) and its memory per call in flight (resident
@@ -39,11 +42,19 @@ BACKEND = r"""
 
 GATEWAY = r"""
 ListenBacklog 4096
+# A gateway's sections are not mapped to the file system, as mod_proxy's
+# URLs are not (mrubyDirectoryWalk Off); /gd is /gf with httpd's walk.
 <Location /gw>
+    mrubyDirectoryWalk Off
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/slow').body"
 </Location>
 <Location /gf>
+    mrubyDirectoryWalk Off
+    SetHandler mruby-native-script
+    mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/fast').body"
+</Location>
+<Location /gd>
     SetHandler mruby-native-script
     mrubyHandlerCode "Apache.rputs Apache::HTTP.get('http://127.0.0.1:{backend}/fast').body"
 </Location>
@@ -131,17 +142,20 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
                     {k: statistics.median(v) for k, v in cpu.items()})
 
         out["fast_rps"], out["cpu_us_per_call"] = side_by_side(
-            (("gateway", "/gf", True), ("mod_proxy", "/px", True)))
+            (("gateway", "/gf", True), ("mod_proxy", "/px", True), ("gateway_walked", "/gd", True)))
         out["ratio"] = out["fast_rps"]["gateway"] / out["fast_rps"]["mod_proxy"]
+        out["ratio_walked"] = out["fast_rps"]["gateway_walked"] / out["fast_rps"]["mod_proxy"]
         # a suspension's cost to a keep-alive client
         out["resume_rps"], out["resume_cpu_us"] = side_by_side(
             (("n0_keepalive", "/n0", True), ("n0_close", "/n0", False), ("s0_keepalive", "/s0", True)))
         log("== gateway: 1000 clients, 100 ms backend: %.2f s (median), %.1f us CPU per call; fast backend "
-            "%.0f rps vs mod_proxy %.0f rps (%.2f x); %.1f us CPU per call; %.1f KB per call in flight; "
+            "%.0f rps vs mod_proxy %.0f rps (%.2f x); %.1f us CPU per call (mod_proxy %.1f); walked %.0f rps "
+            "(%.2f x) %.1f us; %.1f KB per call in flight; "
             "keep-alive %.0f rps %.1f us, closed %.0f rps %.1f us, suspended %.0f rps %.1f us" % (
                 out["slow_seconds_median"], out["slow_cpu_us_per_call"], out["fast_rps"]["gateway"],
                 out["fast_rps"]["mod_proxy"], out["ratio"], out["cpu_us_per_call"]["gateway"],
-                out["kb_per_call_in_flight"] or 0,
+                out["cpu_us_per_call"]["mod_proxy"], out["fast_rps"]["gateway_walked"], out["ratio_walked"],
+                out["cpu_us_per_call"]["gateway_walked"], out["kb_per_call_in_flight"] or 0,
                 out["resume_rps"]["n0_keepalive"], out["resume_cpu_us"]["n0_keepalive"],
                 out["resume_rps"]["n0_close"], out["resume_cpu_us"]["n0_close"],
                 out["resume_rps"]["s0_keepalive"], out["resume_cpu_us"]["s0_keepalive"]))
@@ -174,6 +188,10 @@ def table(results):
         "| ... ratio to mod_proxy | %.2f | 1 |" % g["ratio"],
         "| ... server CPU per call (µs) | %.1f | %.1f |" % (
             g["cpu_us_per_call"]["gateway"], g["cpu_us_per_call"]["mod_proxy"]),
+    ] + ([
+        "| ... the gateway with httpd's directory walk (`/gd`): rps, ratio, CPU per call (µs) | %.0f, %.2f, %.1f | |" % (
+            g["fast_rps"]["gateway_walked"], g["ratio_walked"], g["cpu_us_per_call"]["gateway_walked"]),
+    ] if "ratio_walked" in g else []) + [
         "| private memory per call in flight (KB) | %s | |" % (
             "%.1f" % g["kb_per_call_in_flight"] if g["kb_per_call_in_flight"] is not None else "–"),
     ] + ([
