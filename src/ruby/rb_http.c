@@ -10,7 +10,10 @@
 
 /* curl_multi_socket_all drives the calls as curl_multi_perform does and
  * then tells the socket callback what each socket waits for: the one call
- * that does both, deprecated in favour of an event loop of curl's own. */
+ * that does both, deprecated in favour of an event loop of curl's own.
+ * Every loop here drives the multi handle through it or through
+ * curl_multi_socket_action, never curl_multi_perform alone, so that what
+ * the socket callback last said stays true. */
 #define CURL_DISABLE_DEPRECATION
 
 #include <mruby.h>
@@ -20,6 +23,7 @@
 #include <mruby/string.h>
 
 #include <curl/curl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -781,7 +785,7 @@ static void drive(CURLM *m, http_calls_t *calls, request_rec *cur)
     int running;
 
     for (;;) {
-        if (curl_multi_perform(m, &running) != CURLM_OK) {
+        if (curl_multi_socket_all(m, &running) != CURLM_OK) {
             break;
         }
         collect(m, cur);
@@ -978,6 +982,43 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     return results(mrb, holder);
 }
 
+/* The most sockets the calls of one __start or __step wait on (a call
+ * connecting may try two addresses at once). */
+#define HTTP_MAX_FDS (2 * HTTP_MAX_CALLS)
+
+/* Fills fds with the sockets the calls still running wait on, as the
+ * socket callback last said; their number, or -1 when a call running has
+ * no known socket (resolving a name, say: the caller then drives every
+ * call of the multi handle). */
+static int own_sockets(const http_calls_t *calls, struct pollfd *fds)
+{
+    const http_vm_t *h = calls->vm;
+    int i, j, n = 0, found;
+
+    for (i = 0; i < calls->n; i++) {
+        if (calls->call[i].done) {
+            continue;
+        }
+        found = 0;
+        for (j = 0; j < h->nsocks; j++) {
+            if (h->socks[j].easy == calls->call[i].easy) {
+                if (n == HTTP_MAX_FDS) {
+                    return -1;
+                }
+                fds[n].fd = h->socks[j].s;
+                fds[n].events = (short)(((h->socks[j].what & CURL_POLL_IN) ? POLLIN : 0) |
+                                        ((h->socks[j].what & CURL_POLL_OUT) ? POLLOUT : 0));
+                fds[n++].revents = 0;
+                found = 1;
+            }
+        }
+        if (!found) {
+            return -1;
+        }
+    }
+    return n;
+}
+
 /* How long __start waits for the calls before the script suspends. */
 #define HTTP_SPIN_MS 2
 
@@ -1010,13 +1051,36 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
      * thread less than suspending the request, and keeps the client's
      * connection alive. */
     end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
-    for (;;) {
-        curl_multi_perform(m, &running); /* __step tells the socket callback */
-        collect(m, r);
-        if (all_done(calls) || mm_thread_now() >= end) {
-            break;
+    /* curl runs a handle just added at once: this starts the calls (and
+     * whatever other call's timer is due), and the socket callback says
+     * which sockets they wait on. Then only those are waited for and
+     * driven: the multi handle may also hold the calls of this VM's
+     * suspended scripts, which their own sockets wake. */
+    curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
+    collect(m, r);
+    while (!all_done(calls) && mm_thread_now() < end) {
+        struct pollfd fds[HTTP_MAX_FDS];
+        int i, n = own_sockets(calls, fds);
+
+        if (n < 0) {
+            curl_multi_poll(m, NULL, 0, 1, NULL);
+            curl_multi_socket_all(m, &running);
+        } else if (poll(fds, (nfds_t)n, 1) > 0) {
+            for (i = 0; i < n; i++) {
+                short ev = fds[i].revents;
+
+                if (ev) { /* curl reads an error or the end as it reads data */
+                    curl_multi_socket_action(
+                        m, fds[i].fd,
+                        ((ev & (POLLIN | POLLPRI | POLLHUP | POLLERR)) ? CURL_CSELECT_IN : 0) |
+                            ((ev & POLLOUT) ? CURL_CSELECT_OUT : 0),
+                        &running);
+                }
+            }
+        } else {
+            curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
         }
-        curl_multi_poll(m, NULL, 0, 1, NULL);
+        collect(m, r);
     }
     if (r && !all_done(calls)) {
         /* the script will sleep: should a call end while another request
@@ -1069,13 +1133,23 @@ static int watch_sockets(mrb_state *mrb, http_calls_t *calls)
 static mrb_value http_step(mrb_state *mrb, mrb_value self)
 {
     http_calls_t *calls = calls_of(mrb, mrb_get_arg1(mrb));
+    struct pollfd fds[HTTP_MAX_FDS];
     long curl_ms = -1;
-    int running;
+    int running, i, n;
 
     if (calls->multi == NULL || all_done(calls)) {
         return mrb_nil_value(); /* (ended while __start waited) */
     }
-    curl_multi_socket_all(calls->multi, &running);
+    n = own_sockets(calls, fds);
+    if (n < 0) {
+        curl_multi_socket_all(calls->multi, &running);
+    } else {
+        /* each of the calls' sockets (curl looks whether it is ready), and
+         * with the first whatever timers are due */
+        for (i = 0; i < n; i++) {
+            curl_multi_socket_action(calls->multi, fds[i].fd, 0, &running);
+        }
+    }
     collect(calls->multi, calls->r);
     if (all_done(calls)) {
         return mrb_nil_value();
