@@ -1103,31 +1103,17 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
  * (or the sleep would not suspend the request). */
 static int watch_sockets(mrb_state *mrb, http_calls_t *calls)
 {
-    http_vm_t *h = calls->vm;
-    int i, j, found;
+    struct pollfd fds[HTTP_MAX_FDS];
+    int i, n = own_sockets(calls, fds);
 
-    for (i = 0; i < calls->n; i++) {
-        if (calls->call[i].done) {
-            continue;
-        }
-        found = 0;
-        for (j = 0; j < h->nsocks; j++) {
-            if (h->socks[j].easy == calls->call[i].easy) {
-                int what = h->socks[j].what;
-
-                if (!mm_async_wait_io(mrb, (int)h->socks[j].s,
-                                      ((what & CURL_POLL_IN) ? MM_IO_IN : 0) |
-                                          ((what & CURL_POLL_OUT) ? MM_IO_OUT : 0))) {
-                    return 0;
-                }
-                found = 1;
-            }
-        }
-        if (!found) {
+    for (i = 0; i < n; i++) {
+        if (!mm_async_wait_io(mrb, fds[i].fd,
+                              ((fds[i].events & POLLIN) ? MM_IO_IN : 0) |
+                                  ((fds[i].events & POLLOUT) ? MM_IO_OUT : 0))) {
             return 0;
         }
     }
-    return 1;
+    return n >= 0;
 }
 
 static mrb_value http_step(mrb_state *mrb, mrb_value self)
