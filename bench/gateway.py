@@ -138,8 +138,12 @@ def run(args, module_paths, tmp, log, rounds=3, requests=20000, concurrency=50):
                     c1 = gateway.cpu_seconds()
                     rps[name].append(r.rps)
                     cpu[name].append((c1 - c0) / max(r.complete, 1) * 1e6)
+            rounds_seen.append({"rps": rps, "cpu_us": cpu})  # each round's, for the record
             return ({k: statistics.median(v) for k, v in rps.items()},
                     {k: statistics.median(v) for k, v in cpu.items()})
+
+        rounds_seen = []
+        out["rounds"] = rounds_seen
 
         out["fast_rps"], out["cpu_us_per_call"] = side_by_side(
             (("gateway", "/gf", True), ("mod_proxy", "/px", True), ("gateway_walked", "/gd", True)))
