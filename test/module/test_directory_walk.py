@@ -33,11 +33,20 @@ TraceEnable On
     Require all denied
 </Location>
 
+# files outside the document root
+Alias /files {root}/files
+<Directory {root}/files>
+    Require all granted
+</Directory>
+<Location /files/off>
+    mrubyDirectoryWalk Off
+</Location>
+
 # A MapToStorage script runs before the walk would (and is not skipped).
 mrubyMapToStorageCode "r = Apache::Request.new; r.notes['m2s'] = 'm2s ran'; Apache.return Apache::DECLINED"
 """
 
-FILES = {"htdocs/.htaccess": "NotADirective here\n"}
+FILES = {"htdocs/.htaccess": "NotADirective here\n", "files/on.txt": "walked", "files/off/page.txt": "not found"}
 
 
 @pytest.fixture(scope="module", params=MPMS)
@@ -56,6 +65,12 @@ def test_location_without_the_walk(server):
     r.filename is still the translated path; the MapToStorage script ran."""
     r = server.ok("/virtual/page")
     assert r.text == "virtual %s/virtual/page m2s ran" % server.path("htdocs")
+
+
+def test_files_are_not_served_without_the_walk(server):
+    """httpd's own handler finds no file where nothing looked for one."""
+    assert server.ok("/files/on.txt").body == b"walked"
+    assert server.get("/files/off/page.txt").status == 404
 
 
 def test_location_sections_still_apply(server):
