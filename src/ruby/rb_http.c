@@ -145,9 +145,28 @@ typedef struct http_calls {
     http_call_t call[1];
 } http_calls_t;
 
-/* Frees the calls. keep: their easy handles, out of the multi handle,
- * are reset and kept for the VM's next calls as far as there is room (the
- * collector's free, which may run as the VM closes, cleans them up). */
+/* A call's buffer (buf, of cap bytes) at its end: kept as the VM's spare
+ * (*spare, *scap) when keep, it is small and the VM has none; else freed. */
+static void give_spare(int keep, char **spare, size_t *scap, char *buf, size_t cap)
+{
+    if (keep && buf && cap <= HTTP_SPARE_MAX && *spare == NULL) {
+        *spare = buf;
+        *scap = cap;
+    } else {
+        free(buf);
+    }
+}
+
+/* A new call's buffer (*buf, *cap: none yet) is the VM's spare, if any. */
+static void take_spare(char **spare, size_t *scap, char **buf, size_t *cap)
+{
+    if (*spare) {
+        *buf = *spare;
+        *cap = *scap;
+        *spare = NULL;
+    }
+}
+
 /* The request of suspended calls is gone (its script never woke). */
 static apr_status_t owner_gone(void *p)
 {
@@ -155,6 +174,9 @@ static apr_status_t owner_gone(void *p)
     return APR_SUCCESS;
 }
 
+/* Frees the calls. keep: their easy handles, out of the multi handle,
+ * are reset and kept for the VM's next calls as far as there is room (the
+ * collector's free, which may run as the VM closes, cleans them up). */
 static void calls_release(http_calls_t *calls, int keep)
 {
     int i;
@@ -186,18 +208,8 @@ static void calls_release(http_calls_t *calls, int keep)
         }
         curl_url_cleanup(c->url);
         curl_slist_free_all(c->headers);
-        if (keep && c->body && c->cap <= HTTP_SPARE_MAX && calls->vm->spare_body == NULL) {
-            calls->vm->spare_body = c->body;
-            calls->vm->spare_bcap = c->cap;
-        } else {
-            free(c->body);
-        }
-        if (keep && c->hdr && c->hcap <= HTTP_SPARE_MAX && calls->vm->spare_hdr == NULL) {
-            calls->vm->spare_hdr = c->hdr;
-            calls->vm->spare_hcap = c->hcap;
-        } else {
-            free(c->hdr);
-        }
+        give_spare(keep, &calls->vm->spare_body, &calls->vm->spare_bcap, c->body, c->cap);
+        give_spare(keep, &calls->vm->spare_hdr, &calls->vm->spare_hcap, c->hdr, c->hcap);
     }
     free(calls);
 }
@@ -611,16 +623,9 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
         connect = timeout;
     }
     c->max = (size_t)max;
-    if (h->spare_body) { /* the last call's buffers (the Data object frees them on a raise) */
-        c->body = h->spare_body;
-        c->cap = h->spare_bcap;
-        h->spare_body = NULL;
-    }
-    if (h->spare_hdr) {
-        c->hdr = h->spare_hdr;
-        c->hcap = h->spare_hcap;
-        h->spare_hdr = NULL;
-    }
+    /* the last call's buffers (the Data object frees them on a raise) */
+    take_spare(&h->spare_body, &h->spare_bcap, &c->body, &c->cap);
+    take_spare(&h->spare_hdr, &h->spare_hcap, &c->hdr, &c->hcap);
     if (h->nidle > 0) {
         c->easy = h->idle[--h->nidle];
         set = h->idle_set[h->nidle];
