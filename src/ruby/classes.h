@@ -17,6 +17,9 @@ void mm_async_init(mrb_state *mrb);   /* rb_async.c: Apache::Async */
  * request, also ends once fd is ready for events (MM_IO_IN, MM_IO_OUT:
  * run.h). 0 when it would not suspend, or has no room for another. */
 int mm_async_wait_io(mrb_state *mrb, int fd, int events);
+/* rb_async.c: whether Apache::Async.sleep here would suspend the request
+ * (Apache::Async.__suspendable?). */
+int mm_async_suspendable(mrb_state *mrb);
 void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
 void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */

@@ -48,17 +48,22 @@ static mrb_value async_sleep(mrb_state *mrb, mrb_value self)
  * request (Apache::HTTP waits by sleeping then, and blocks otherwise). As
  * for a sleep, a script that could have been suspended runs in a fiber
  * from its next run on. */
-static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
+int mm_async_suspendable(mrb_state *mrb)
 {
     mm_run_t *run = mm_binding_run(mrb, "Apache::Async");
 
     if (can_yield(mrb, run)) {
-        return mrb_true_value();
+        return 1;
     }
     if (mrb_nil_p(run->fiber) && run->loaded && mm_suspend_possible(run)) {
         run->loaded->may_suspend = 1;
     }
-    return mrb_false_value();
+    return 0;
+}
+
+static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
+{
+    return mrb_bool_value(mm_async_suspendable(mrb));
 }
 
 int mm_async_wait_io(mrb_state *mrb, int fd, int events)

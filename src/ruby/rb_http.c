@@ -1,10 +1,11 @@
-/* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. One
- * method, Apache::HTTP.__perform(specs), runs one or more calls at once on
- * the VM's curl multi handle (its keep-alive pool) and returns, for each,
- * [status, header lines, body] or [error class name, message]. The
- * Ruby half (mrblib/http.rb) checks the options and builds the responses
- * and exceptions. The calls block the thread (every MPM, every phase),
- * bounded by their timeouts and the run's mrubyTimeout. */
+/* rb_http.c: the C half of Apache::HTTP, an HTTP client on libcurl. A call
+ * runs on the VM's curl multi handle (its keep-alive pool), blocking or,
+ * where the request can be suspended, with the script asleep between looks
+ * at it. A plain call is made here from #request's arguments to its
+ * Response (__one); several calls at once (Apache::HTTP.all) and calls
+ * that follow redirects go through the Ruby half (mrblib/http.rb), which
+ * gives each call as a spec (__spec) and takes, for each, a Response or
+ * the Apache::HTTP::Error it failed with. */
 
 #include "httpd.h"
 
@@ -20,6 +21,9 @@
 #include <mruby/array.h>
 #include <mruby/class.h>
 #include <mruby/data.h>
+#include <mruby/error.h>
+#include <mruby/hash.h>
+#include <mruby/variable.h>
 #include <mruby/string.h>
 
 #include <curl/curl.h>
@@ -43,6 +47,12 @@
 /* A blocking call that mrubyTimeout cuts short ends this long after the
  * run's deadline, so that the deadline has passed when it returns. */
 #define HTTP_PAST_DEADLINE_MS 5
+
+/* The defaults of a call's options: the whole call; name resolution,
+ * connection and TLS handshake; the most response body bytes. */
+#define HTTP_TIMEOUT_MS         10000
+#define HTTP_CONNECT_TIMEOUT_MS 5000
+#define HTTP_MAX_SIZE           (8 * 1024 * 1024)
 
 /* The most calls one __perform runs at once. */
 #define HTTP_MAX_CALLS 64
@@ -70,6 +80,9 @@
  * call when they are at most this large (a call then allocates nothing for
  * its answer). */
 #define HTTP_SPARE_MAX (16 * 1024)
+
+/* The origins whose calls' usual time a VM keeps. */
+#define HTTP_USUAL_ORIGINS 8
 
 /* The VM's libcurl state: its multi handle, whose connection cache is the
  * VM's keep-alive pool, the easy handles kept for the next calls, and the
@@ -105,6 +118,18 @@ typedef struct {
         int what; /* CURL_POLL_IN, _OUT, _INOUT */
     } * socks;
     int nsocks, capsocks;
+    /* How long the calls to an origin usually take, start to end (an
+     * average that leans to the latest), for the last origins called:
+     * how long a suspendable script's calls are waited for before the
+     * request is suspended (spin_limit). */
+    struct http_usual {
+        unsigned long origin;
+        apr_interval_time_t took;
+    } usual[HTTP_USUAL_ORIGINS];
+    int usual_next; /* the entry the next new origin replaces */
+    /* What result_of makes a Response with (found once) */
+    struct RClass *http, *response;
+    mrb_sym iv_status, iv_lines, iv_body;
 } http_vm_t;
 
 /* One call: its easy handle, and what came back. malloc'd memory, owned
@@ -135,12 +160,13 @@ typedef struct {
 } http_call_t;
 
 typedef struct http_calls {
-    http_vm_t *vm;  /* where the easy handles go back at the end */
-    CURLM *multi;   /* the VM's, while the handles are in it (else NULL) */
-    request_rec *r; /* the request whose script sleeps between looks at them
-                       (__start), while it lives; else NULL */
-    unsigned pause; /* suspended calls: the last wait between two looks, ms */
-    long longest;   /* the longest timeout of the calls, ms */
+    http_vm_t *vm;      /* where the easy handles go back at the end */
+    CURLM *multi;       /* the VM's, while the handles are in it (else NULL) */
+    request_rec *r;     /* the request whose script sleeps between looks at them
+                           (__start), while it lives; else NULL */
+    unsigned pause;     /* suspended calls: the last wait between two looks, ms */
+    apr_time_t started; /* when they went into the multi handle */
+    long longest;       /* the longest timeout of the calls, ms */
     int n;
     http_call_t call[1];
 } http_calls_t;
@@ -364,6 +390,11 @@ static http_vm_t *vm_http(mrb_state *mrb)
         if (!mm_curl_ready() || (h->multi = curl_multi_init()) == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: libcurl could not be initialized");
         }
+        h->http = mrb_module_get_under(mrb, mm_binding_apache(mrb), "HTTP");
+        h->response = mrb_class_get_under(mrb, h->http, "Response");
+        h->iv_status = mrb_intern_lit(mrb, "@status");
+        h->iv_lines = mrb_intern_lit(mrb, "@lines");
+        h->iv_body = mrb_intern_lit(mrb, "@body");
         curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_POOL_SIZE);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
         curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
@@ -727,6 +758,38 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
     return timeout;
 }
 
+/* The usual time of the calls to origin, as the VM has seen them: an
+ * entry of h->usual, or NULL if it has none. */
+static struct http_usual *usual_of(http_vm_t *h, unsigned long origin)
+{
+    int i;
+
+    for (i = 0; i < HTTP_USUAL_ORIGINS; i++) {
+        if (h->usual[i].origin == origin && h->usual[i].took > 0) {
+            return &h->usual[i];
+        }
+    }
+    return NULL;
+}
+
+/* A call to origin took took: into its usual time (a quarter of the way
+ * from the last), or a new entry in place of the oldest. */
+static void note_time(http_vm_t *h, unsigned long origin, apr_interval_time_t took)
+{
+    struct http_usual *u = usual_of(h, origin);
+
+    took = took > 0 ? took : 1;
+    if (u) {
+        u->took += (took - u->took) / 4;
+        u->took = u->took > 0 ? u->took : 1;
+    } else {
+        u = &h->usual[h->usual_next];
+        h->usual_next = (h->usual_next + 1) % HTTP_USUAL_ORIGINS;
+        u->origin = origin;
+        u->took = took;
+    }
+}
+
 /* Takes curl's news of ended calls. The VM's multi handle may also hold
  * the calls of scripts of this VM that are suspended: each call is found
  * through its handle's private pointer, whoever it belongs to, and the
@@ -743,6 +806,7 @@ static void collect(CURLM *m, request_rec *cur)
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c) == CURLE_OK && c) {
             c->done = 1;
             c->code = msg->data.result;
+            note_time(c->owner->vm, c->origin, mm_thread_now() - c->owner->started);
             if (c->owner->r && c->owner->r != cur) {
                 mm_suspend_poke(c->owner->r);
             }
@@ -766,6 +830,7 @@ static void attach(CURLM *m, http_calls_t *calls)
 {
     int i;
 
+    calls->started = mm_thread_now();
     for (i = 0; i < calls->n; i++) {
         curl_multi_add_handle(m, calls->call[i].easy);
     }
@@ -883,25 +948,124 @@ static mrb_value http_fields(mrb_state *mrb, mrb_value self)
     return fields_of(mrb, p, (size_t)n);
 }
 
-/* The result of call c, as the Ruby half reads it: [status, header lines
- * as received (a String, split by __fields when read), body]. */
+/* What call c gave, as the script sees it: an Apache::HTTP::Response
+ * (its Headers made from the header lines when first read), or the
+ * Apache::HTTP::Error it failed with (made, not raised). */
 static mrb_value result_of(mrb_state *mrb, http_call_t *c)
 {
-    mrb_value r = mrb_ary_new_capa(mrb, 3);
+    http_vm_t *h = c->owner->vm;
     const char *cls, *msg;
+    mrb_value resp;
     long status = 0;
 
     if (c->too_large || !c->done || c->code != CURLE_OK) {
         msg = failure(c, &cls);
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, cls));
-        mrb_ary_push(mrb, r, mrb_str_new_cstr(mrb, msg));
-        return r;
+        return mrb_exc_new_str(mrb, mrb_class_get_under(mrb, h->http, cls), mrb_str_new_cstr(mrb, msg));
     }
     curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-    mrb_ary_push(mrb, r, mrb_fixnum_value(status));
-    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->hdr, (mrb_int)c->hlen));
-    mrb_ary_push(mrb, r, mrb_str_new(mrb, c->body, (mrb_int)c->len));
-    return r;
+    resp = mrb_obj_value(mrb_obj_alloc(mrb, MRB_TT_OBJECT, h->response));
+    mrb_iv_set(mrb, resp, h->iv_status, mrb_fixnum_value(status));
+    mrb_iv_set(mrb, resp, h->iv_lines, mrb_str_new(mrb, c->hdr, (mrb_int)c->hlen));
+    mrb_iv_set(mrb, resp, h->iv_body, mrb_str_new(mrb, c->body, (mrb_int)c->len));
+    return resp;
+}
+
+static const char *const http_option_names[] = {"headers",      "body",     "timeout",   "connect_timeout",
+                                                "read_timeout", "max_size", "redirects", "ca_file"};
+/* Where each goes in the spec (headers: flattened there by spec_of). */
+static const int http_option_at[] = {2, 3, 4, 5, 9, 6, 7, 8};
+
+/* One of #request's options, into the spec being made (p: its values). */
+static int take_option(mrb_state *mrb, mrb_value key, mrb_value val, void *p)
+{
+    mrb_value *spec = p;
+    size_t i;
+
+    for (i = 0; mrb_symbol_p(key) && i < sizeof http_option_names / sizeof http_option_names[0]; i++) {
+        if (strcmp(mrb_sym_name(mrb, mrb_symbol(key)), http_option_names[i]) == 0) {
+            if (mrb_test(val)) { /* nil or false: the default */
+                spec[http_option_at[i]] = val;
+            }
+            return 0;
+        }
+    }
+    mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: unknown option %!v", key);
+    return 1;
+}
+
+/* The header fields of the headers option (a Hash, or an Array of [name,
+ * value] pairs), as [name, value, ...] of Strings (to_s). */
+static mrb_value flat_fields(mrb_state *mrb, mrb_value headers)
+{
+    mrb_value flat, pairs = headers;
+    mrb_int i;
+
+    if (mrb_hash_p(headers)) {
+        pairs = mrb_funcall(mrb, headers, "to_a", 0);
+    } else if (!mrb_array_p(headers)) {
+        mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: headers must be a Hash");
+    }
+    flat = mrb_ary_new_capa(mrb, 2 * RARRAY_LEN(pairs));
+    for (i = 0; i < RARRAY_LEN(pairs); i++) {
+        mrb_value pair = mrb_ary_entry(pairs, i);
+
+        if (!mrb_array_p(pair) || RARRAY_LEN(pair) != 2) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: headers must be name, value pairs");
+        }
+        mrb_ary_push(mrb, flat, mrb_obj_as_string(mrb, mrb_ary_entry(pair, 0)));
+        mrb_ary_push(mrb, flat, mrb_obj_as_string(mrb, mrb_ary_entry(pair, 1)));
+    }
+    return flat;
+}
+
+/* The spec of a call (setup's form) from #request's arguments: the method
+ * in capitals, the URL, and the options (a Hash: unknown ones refused,
+ * nil ones the defaults). */
+static mrb_value spec_of(mrb_state *mrb, mrb_value method, mrb_value url, mrb_value opts)
+{
+    mrb_value v[10], m = mrb_obj_as_string(mrb, method);
+    mrb_int i;
+
+    for (i = 0; i < RSTRING_LEN(m) && !(RSTRING_PTR(m)[i] >= 'a' && RSTRING_PTR(m)[i] <= 'z'); i++) {
+    }
+    if (i < RSTRING_LEN(m)) { /* "get", :post: a copy in capitals */
+        m = mrb_str_dup(mrb, m);
+        for (; i < RSTRING_LEN(m); i++) {
+            if (RSTRING_PTR(m)[i] >= 'a' && RSTRING_PTR(m)[i] <= 'z') {
+                RSTRING_PTR(m)[i] = (char)(RSTRING_PTR(m)[i] - 'a' + 'A');
+            }
+        }
+    }
+    v[0] = m;
+    v[1] = url;
+    v[2] = mrb_nil_value();
+    v[3] = mrb_nil_value();
+    v[4] = mrb_fixnum_value(HTTP_TIMEOUT_MS);
+    v[5] = mrb_fixnum_value(HTTP_CONNECT_TIMEOUT_MS);
+    v[6] = mrb_fixnum_value(HTTP_MAX_SIZE);
+    v[7] = mrb_fixnum_value(0);
+    v[8] = mrb_nil_value();
+    v[9] = mrb_nil_value();
+    if (!mrb_nil_p(opts)) {
+        if (!mrb_hash_p(opts)) {
+            mrb_raise(mrb, E_TYPE_ERROR, "Apache::HTTP: the options must be a Hash");
+        }
+        mrb_hash_foreach(mrb, mrb_hash_ptr(opts), take_option, v);
+    }
+    if (!mrb_integer_p(v[7]) || mrb_integer(v[7]) < 0 || mrb_integer(v[7]) > 20) {
+        mrb_raise(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: redirects must be from 0 to 20");
+    }
+    v[2] = mrb_nil_p(v[2]) ? mrb_ary_new(mrb) : flat_fields(mrb, v[2]);
+    return mrb_ary_new_from_values(mrb, 10, v);
+}
+
+/* Apache::HTTP.__spec(method, url, opts). */
+static mrb_value http_spec(mrb_state *mrb, mrb_value self)
+{
+    mrb_value method, url, opts;
+
+    mrb_get_args(mrb, "ooo", &method, &url, &opts);
+    return spec_of(mrb, method, url, opts);
 }
 
 /* The calls of specs, set up (raises for a bad spec: the Data object
@@ -950,40 +1114,49 @@ static mrb_value results(mrb_state *mrb, mrb_value holder)
     mrb_value out = mrb_ary_new_capa(mrb, calls->n);
     int i;
 
+    int ai = mrb_gc_arena_save(mrb);
+
     for (i = 0; i < calls->n; i++) {
         mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
+        mrb_gc_arena_restore(mrb, ai);
     }
     calls_release(calls, 1);
     DATA_PTR(holder) = NULL;
     return out;
 }
 
-/* Apache::HTTP.__perform(specs): runs them all at once, blocking; an Array
- * of their results, in order. */
-static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+/* Runs the calls of holder, blocking, until each has ended; raises
+ * Apache::Timeout once they are out of the multi handle if the run's
+ * mrubyTimeout cut one short. */
+static void perform(mrb_state *mrb, http_vm_t *h, mrb_value holder, request_rec *r)
 {
-    mrb_value specs, holder;
-    request_rec *r;
-    http_calls_t *calls;
-    http_vm_t *h;
-    CURLM *m;
+    http_calls_t *calls = DATA_PTR(holder);
     int i;
 
-    mrb_get_args(mrb, "A", &specs);
-    r = mm_binding_run(mrb, "Apache::HTTP")->r;
-    h = vm_http(mrb);
-    m = h->multi;
-    holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
-    calls = DATA_PTR(holder);
     /* Nothing raises from here until the handles are out of m again. */
-    attach(m, calls);
-    drive(m, calls, r);
+    attach(h->multi, calls);
+    drive(h->multi, calls, r);
     detach(calls);
     for (i = 0; i < calls->n; i++) {
         if (calls->call[i].cut && calls->call[i].code == CURLE_OPERATION_TIMEDOUT) {
             mm_timeout_expired(mrb); /* the script's time is up: raises */
         }
     }
+}
+
+/* Apache::HTTP.__perform(specs): runs them all at once, blocking; an Array
+ * of what each gave (result_of), in order. */
+static mrb_value http_perform(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    request_rec *r;
+    http_vm_t *h;
+
+    mrb_get_args(mrb, "A", &specs);
+    r = mm_binding_run(mrb, "Apache::HTTP")->r;
+    h = vm_http(mrb);
+    holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
+    perform(mrb, h, holder, r);
     return results(mrb, holder);
 }
 
@@ -1024,38 +1197,53 @@ static int own_sockets(const http_calls_t *calls, struct pollfd *fds)
     return n;
 }
 
-/* How long __start waits for the calls before the script suspends. */
-#define HTTP_SPIN_MS 2
+/* How long __start waits for the calls before the script suspends: at
+ * least HTTP_SPIN_MS; for calls to services whose calls usually end
+ * within HTTP_NEAR_MS, three times the longest usual time of theirs, at
+ * most HTTP_SPIN_MAX_MS. A near service answers within a millisecond or
+ * two on an idle machine, and within some more under load, when the
+ * threads wait for the CPUs: waiting for it here holds the thread, not a
+ * CPU, where a suspension costs several times the call's CPU and closes
+ * the client's connection. A far one (or one not called yet) is waited
+ * for the least. */
+#define HTTP_SPIN_MS     2
+#define HTTP_NEAR_MS     10
+#define HTTP_SPIN_MAX_MS 20
+
+static apr_interval_time_t spin_limit(http_calls_t *calls)
+{
+    apr_interval_time_t most = 0;
+    int i;
+
+    for (i = 0; i < calls->n; i++) {
+        const struct http_usual *u = usual_of(calls->vm, calls->call[i].origin);
+
+        if (u == NULL || u->took > apr_time_from_msec(HTTP_NEAR_MS)) {
+            return apr_time_from_msec(HTTP_SPIN_MS);
+        }
+        most = u->took > most ? u->took : most;
+    }
+    most *= 3;
+    return most < apr_time_from_msec(HTTP_SPIN_MS)       ? apr_time_from_msec(HTTP_SPIN_MS)
+           : most > apr_time_from_msec(HTTP_SPIN_MAX_MS) ? apr_time_from_msec(HTTP_SPIN_MAX_MS)
+                                                         : most;
+}
 
 /* For a script that waits by suspending its request (Apache::Async.sleep):
  * __start(specs) makes the calls and starts them, __step(calls) gives the
  * milliseconds to sleep before it looks again, or nil once every call has
- * ended (at once if they ended within HTTP_SPIN_MS of the start: then the
+ * ended (at once if they ended within spin_limit of the start: then the
  * request is not suspended), and __finish(calls) gives the results. The script's time asleep
  * does not count for mrubyTimeout, so its deadline does not shorten the
  * calls. */
-static mrb_value http_start(mrb_state *mrb, mrb_value self)
+static void start(http_vm_t *h, http_calls_t *calls, request_rec *r)
 {
-    mrb_value specs, holder;
-    request_rec *r;
-    http_calls_t *calls;
-    http_vm_t *h;
+    CURLM *m = h->multi;
     apr_time_t end;
-    CURLM *m;
     int running;
 
-    mrb_get_args(mrb, "A", &specs);
-    r = mm_binding_run(mrb, "Apache::HTTP")->r;
-    h = vm_http(mrb);
-    m = h->multi;
-    holder = make_calls(mrb, h, specs, 0);
-    calls = DATA_PTR(holder);
     attach(m, calls);
-    /* A service that answers at once (a near one, a kept connection)
-     * answers within a millisecond or two: waiting for it here costs the
-     * thread less than suspending the request, and keeps the client's
-     * connection alive. */
-    end = mm_thread_now() + apr_time_from_msec(HTTP_SPIN_MS);
+    end = calls->started + spin_limit(calls);
     /* curl runs a handle just added at once: this starts the calls (and
      * whatever other call's timer is due), and the socket callback says
      * which sockets they wait on. Then only those are waited for and
@@ -1067,10 +1255,16 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
         struct pollfd fds[HTTP_MAX_FDS];
         int i, n = own_sockets(calls, fds);
 
+        long wait = (long)((end - mm_thread_now() + 999) / 1000), curl_ms = -1;
+
+        /* until the end of the wait, or curl's next timer */
+        curl_multi_timeout(m, &curl_ms);
+        wait = curl_ms >= 0 && curl_ms < wait ? curl_ms : wait;
+        wait = wait < 1 ? 1 : wait;
         if (n < 0) {
             curl_multi_poll(m, NULL, 0, 1, NULL);
             curl_multi_socket_all(m, &running);
-        } else if (poll(fds, (nfds_t)n, 1) > 0) {
+        } else if (poll(fds, (nfds_t)n, (int)wait) > 0) {
             for (i = 0; i < n; i++) {
                 short ev = fds[i].revents;
 
@@ -1093,7 +1287,58 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
         calls->r = r;
         apr_pool_cleanup_register(r->pool, calls, owner_gone, apr_pool_cleanup_null);
     }
+}
+
+static mrb_value http_start(mrb_state *mrb, mrb_value self)
+{
+    mrb_value specs, holder;
+    http_vm_t *h;
+
+    mrb_get_args(mrb, "A", &specs);
+    h = vm_http(mrb);
+    holder = make_calls(mrb, h, specs, 0);
+    start(h, DATA_PTR(holder), mm_binding_run(mrb, "Apache::HTTP")->r);
     return holder;
+}
+
+/* Apache::HTTP.__one(method, url, opts): one call, #request's. Its
+ * Response, or raises its Apache::HTTP::Error, when it has ended here
+ * (blocking, or within __start's first wait); else, for the Ruby half to
+ * finish: the calls in progress (where the script sleeps: __step,
+ * __finish), or the call's spec when it follows redirects (__run). */
+static mrb_value http_one(mrb_state *mrb, mrb_value self)
+{
+    mrb_value method, url, opts, spec, holder, res;
+    request_rec *r;
+    http_calls_t *calls;
+    http_vm_t *h;
+
+    mrb_get_args(mrb, "ooo", &method, &url, &opts);
+    spec = spec_of(mrb, method, url, opts);
+    if (mrb_integer(RARRAY_PTR(spec)[7]) > 0) {
+        return spec;
+    }
+    r = mm_binding_run(mrb, "Apache::HTTP")->r;
+    h = vm_http(mrb);
+    if (!mm_async_suspendable(mrb)) {
+        holder = make_calls(mrb, h, mrb_ary_new_from_values(mrb, 1, &spec), mm_timeout_ms_left(mrb));
+        perform(mrb, h, holder, r);
+    } else {
+        holder = make_calls(mrb, h, mrb_ary_new_from_values(mrb, 1, &spec), 0);
+        start(h, DATA_PTR(holder), r);
+        if (!all_done(DATA_PTR(holder))) {
+            return holder;
+        }
+        detach(DATA_PTR(holder));
+    }
+    calls = DATA_PTR(holder);
+    res = result_of(mrb, &calls->call[0]);
+    calls_release(calls, 1);
+    DATA_PTR(holder) = NULL;
+    if (mrb_exception_p(res)) {
+        mrb_exc_raise(mrb, res);
+    }
+    return res;
 }
 
 /* The waits between two looks: short at first (an answer from a near
@@ -1170,6 +1415,8 @@ void mm_http_init(mrb_state *mrb)
 {
     struct RClass *http = mrb_define_module_under(mrb, mm_binding_apache(mrb), "HTTP");
 
+    mrb_define_module_function(mrb, http, "__one", http_one, MRB_ARGS_REQ(3));
+    mrb_define_module_function(mrb, http, "__spec", http_spec, MRB_ARGS_REQ(3));
     mrb_define_module_function(mrb, http, "__perform", http_perform, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__start", http_start, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, http, "__step", http_step, MRB_ARGS_REQ(1));

@@ -184,6 +184,10 @@ h = Apache::HTTP.head('%(base)s/big')
 out << h.status << h.body.size
 out << Apache::HTTP.request('PATCH', '%(base)s/echo', body: 'pa').headers['x-echo-method']
 out << Apache::HTTP.get('%(base)s/status?404').status
+# a method given as a Symbol, in lower case; fields as [name, value]
+# pairs, made Strings with to_s; nil options are the defaults
+r = Apache::HTTP.request(:post, '%(base)s/echo', body: 'sy', headers: [[:'X-Token', 42]], timeout: nil)
+out << r.headers['x-echo-method'] << r.headers['x-echo-token'] << r.body
 Apache.rputs out.join(',')
 """ % locals(),
         # Two calls in a row, then the next request: one connection.
@@ -228,6 +232,9 @@ cases = {
   'bad_option' => -> { Apache::HTTP.get('%(base)s/echo', tiemout: 5) },
   'bad_timeout' => -> { Apache::HTTP.get('%(base)s/echo', timeout: 0) },
   'bad_method' => -> { Apache::HTTP.request('GE T', '%(base)s/echo') },
+  'bad_headers' => -> { Apache::HTTP.get('%(base)s/echo', headers: 'X-Token: 1') },
+  'bad_pair' => -> { Apache::HTTP.get('%(base)s/echo', headers: [['X-Token']]) },
+  'bad_redirects' => -> { Apache::HTTP.get('%(base)s/echo', redirects: 21) },
 }
 t = Time.now
 begin
@@ -317,7 +324,7 @@ def test_connection_close_may_be_asked(caller):
 def test_every_method_and_a_status_that_is_not_an_error(caller):
     r = caller.get("/methods.mrb")
     assert r.status == 200
-    assert r.text == "GET,p,DELETE,200,0,PATCH,404"
+    assert r.text == "GET,p,DELETE,200,0,PATCH,404,POST,42,sy"
 
 
 def test_keep_alive_reuses_one_connection_within_and_across_requests(caller):
@@ -375,6 +382,9 @@ def test_a_read_timeout_passes_a_slow_but_steady_answer(caller):
     ("bad_option", "ArgumentError", 100, "unknown option :tiemout"),
     ("bad_timeout", "ArgumentError", 100, "milliseconds"),
     ("bad_method", "ArgumentError", 100, "not a method name"),
+    ("bad_headers", "TypeError", 100, "headers must be a Hash"),
+    ("bad_pair", "TypeError", 100, "headers must be name, value pairs"),
+    ("bad_redirects", "ArgumentError", 100, "redirects must be from 0 to 20"),
 ])
 def test_failures_raise_what_happened(caller, case, cls, most_ms, words):
     r = caller.get("/fail.mrb?" + case)

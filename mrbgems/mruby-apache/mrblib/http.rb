@@ -1,7 +1,9 @@
-# Apache::HTTP, an HTTP client for scripts: the options, the responses and
-# the exceptions. The calls themselves are C (rb_http.c, on libcurl):
-# __perform takes specs and gives back, for each, [status, header lines,
-# body] or [error class name, message].
+# Apache::HTTP, an HTTP client for scripts: the responses, the calls that
+# follow redirects, and the waits of a suspended script. The calls
+# themselves are C (rb_http.c, on libcurl): __one makes a plain call from
+# #request's arguments to its Response; __spec turns those arguments into a
+# spec, and __perform and __start/__step/__finish run specs and give back,
+# for each, a Response or the Apache::HTTP::Error it failed with.
 class Apache
   module HTTP
     # A response's header fields; names compare without case. The fields
@@ -74,19 +76,8 @@ class Apache
         @body = body
       end
 
-      # A response of Apache::HTTP: its Headers are made from the header
-      # lines received when first read.
-      def self.__received(status, lines, body)
-        allocate.__received(status, lines, body)
-      end
-
-      def __received(status, lines, body)
-        @status = status
-        @lines = lines
-        @body = body
-        self
-      end
-
+      # A call's Response (made in C) has the header lines received
+      # (@lines), made into its Headers when first read.
       def headers
         @headers || (@lines && (@headers = Headers.new(@lines)))
       end
@@ -98,40 +89,45 @@ class Apache
     end
 
     class << self
-      # The defaults, in the singleton class (not constants of the API).
-      TIMEOUT = 10_000        # ms, the whole call
-      CONNECT_TIMEOUT = 5_000 # ms: name resolution, connection, TLS handshake
-      MAX_SIZE = 8 * 1024 * 1024
-      OPTIONS = [:headers, :body, :timeout, :connect_timeout, :read_timeout, :max_size, :redirects, :ca_file]
-
+      # Each ends in C (__one) in the common case, without a Ruby method
+      # of its own between the script and the call.
       def get(url, **opts)
-        __request('GET', url, opts)
+        r = __one('GET', url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
       def head(url, **opts)
-        __request('HEAD', url, opts)
+        r = __one('HEAD', url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
       def post(url, body: '', **opts)
-        request('POST', url, body: body, **opts)
+        opts[:body] = body
+        r = __one('POST', url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
       def put(url, body: '', **opts)
-        request('PUT', url, body: body, **opts)
+        opts[:body] = body
+        r = __one('PUT', url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
       def delete(url, **opts)
-        __request('DELETE', url, opts)
+        r = __one('DELETE', url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
       # One call; its Response, or raises an Apache::HTTP::Error.
       def request(method, url, **opts)
-        __request(method, url, opts)
+        r = __one(method, url, opts)
+        r.is_a?(Response) ? r : __rest(r)
       end
 
-      # #request with the options as a Hash (no second copy of it).
-      def __request(method, url, opts)
-        r = __result(__run([__spec(method, url, opts)])[0])
+      # A call that __one left to finish: the spec of one that follows
+      # redirects, or a call in progress where the script sleeps.
+      def __rest(r)
+        r = r.is_a?(Array) ? __run([r])[0] : __wait(r)[0]
         raise r if r.is_a?(Exception)
         r
       end
@@ -154,8 +150,7 @@ class Apache
             raise TypeError, 'Apache::HTTP.all: a call is a URL or a Hash'
           end
         end
-        done = __run(specs) # not in a block: a block called from C cannot sleep
-        done.map { |r| __result(r) }
+        __run(specs) # not in a block: a block called from C cannot sleep
       end
 
       # The statuses of a redirect that is followed (with redirects: n).
@@ -180,14 +175,14 @@ class Apache
         loop do
           again = []
           done.each_with_index do |r, i|
-            next unless r[0].is_a?(Integer) && REDIRECTS.include?(r[0]) && specs[i][7] > 0
-            location = Headers.new(r[1])['location']
+            next unless r.is_a?(Response) && REDIRECTS.include?(r.status) && specs[i][7] > 0
+            location = r.headers['location']
             next unless location
             if left[i] == 0
-              done[i] = ['Error', "Apache::HTTP: more than #{specs[i][7]} redirects"]
+              done[i] = HTTP::Error.new("Apache::HTTP: more than #{specs[i][7]} redirects")
               next
             end
-            nxt, failed = __redirected(specs[i], current[i], r[0], location, started)
+            nxt, failed = __redirected(specs[i], current[i], r.status, location, started)
             if failed
               done[i] = failed
             else
@@ -207,9 +202,9 @@ class Apache
       # nil], or [nil, the failure to give instead].
       def __redirected(first, call, status, location, started)
         url = __resolve(call[1], location)
-        return [nil, ['Error', "Apache::HTTP: redirected to #{location}: not an http:// or https:// URL"]] unless url
+        return [nil, HTTP::Error.new("Apache::HTTP: redirected to #{location}: not an http:// or https:// URL")] unless url
         spent = ((Time.now.to_f - started) * 1000).to_i
-        return [nil, ['Timeout', "Apache::HTTP: the redirects took the call's #{first[4]} ms"]] if spent >= first[4]
+        return [nil, HTTP::Timeout.new("Apache::HTTP: the redirects took the call's #{first[4]} ms")] if spent >= first[4]
         nxt = call.dup
         nxt[1] = url
         nxt[4] = first[4] - spent
@@ -274,13 +269,17 @@ class Apache
 
       # In a content handler under the event MPM, the request is suspended
       # while the calls run, and the script looks at them again after
-      # short sleeps; elsewhere the calls block the thread.
+      # short sleeps (__wait); elsewhere the calls block the thread.
+      def __round(specs)
+        return __perform(specs) unless Apache::Async.__suspendable?
+        __wait(__start(specs))
+      end
+
+      # What the calls in progress gave, once they have all ended.
       # Should the script leave the wait by an exception, the calls are
       # taken off the VM's transfers there (their connections closed),
       # rather than go on with later calls' until the collector frees them.
-      def __round(specs)
-        return __perform(specs) unless Apache::Async.__suspendable?
-        calls = __start(specs)
+      def __wait(calls)
         finished = nil
         begin
           while (ms = __step(calls))
@@ -289,39 +288,6 @@ class Apache
           finished = __finish(calls)
         ensure
           __finish(calls) unless finished
-        end
-      end
-
-      def __spec(method, url, opts)
-        return [method.to_s.upcase, url, [], nil, TIMEOUT, CONNECT_TIMEOUT, MAX_SIZE, 0, nil, nil] if opts.empty?
-        opts.each_key do |k|
-          raise ArgumentError, "Apache::HTTP: unknown option #{k.inspect}" unless OPTIONS.include?(k)
-        end
-        redirects = opts[:redirects] || 0
-        unless redirects.is_a?(Integer) && redirects >= 0 && redirects <= 20
-          raise ArgumentError, 'Apache::HTTP: redirects must be from 0 to 20'
-        end
-        flat = []
-        headers = opts[:headers]
-        if headers
-          headers.each do |k, v|
-            flat << k.to_s << v.to_s
-          end
-        end
-        [method.to_s.upcase, url, flat, opts[:body],
-         opts[:timeout] || TIMEOUT,
-         opts[:connect_timeout] || CONNECT_TIMEOUT,
-         opts[:max_size] || MAX_SIZE,
-         redirects,
-         opts[:ca_file],
-         opts[:read_timeout]]
-      end
-
-      def __result(r)
-        if r[0].is_a?(String)
-          HTTP.const_get(r[0]).new(r[1])
-        else
-          Response.__received(r[0], r[1], r[2])
         end
       end
     end
