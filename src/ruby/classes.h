@@ -20,6 +20,10 @@ int mm_async_wait_io(mrb_state *mrb, int fd, int events);
 /* rb_async.c: whether Apache::Async.sleep here would suspend the request
  * (Apache::Async.__suspendable?). */
 int mm_async_suspendable(mrb_state *mrb);
+/* rb_async.c: how long a wait where the request can be suspended lasts
+ * before it suspends, for a service whose answers usually take usual
+ * (0: not seen yet). */
+apr_interval_time_t mm_async_spin(apr_interval_time_t usual);
 void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
 void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */

@@ -66,6 +66,40 @@ static mrb_value async_suspendable(mrb_state *mrb, mrb_value self)
     return mrb_bool_value(mm_async_suspendable(mrb));
 }
 
+/* How long a call (Apache::HTTP) or a read (Apache::Socket) where the
+ * request can be suspended waits in place first: at least MM_SPIN_MS;
+ * for a service whose answers usually come within MM_NEAR_MS, three times
+ * that usual time, at most MM_SPIN_MAX_MS. A near service answers within
+ * a millisecond or two on an idle machine, and within some more under
+ * load, when the threads wait for the CPUs: waiting for it holds the
+ * thread, not a CPU, where a suspension costs several times the call's
+ * CPU and closes the client's connection. A far one (or one not seen yet:
+ * usual 0) is waited for the least. */
+#define MM_SPIN_MS     2
+#define MM_NEAR_MS     10
+#define MM_SPIN_MAX_MS 20
+
+apr_interval_time_t mm_async_spin(apr_interval_time_t usual)
+{
+    apr_interval_time_t least = apr_time_from_msec(MM_SPIN_MS), most = apr_time_from_msec(MM_SPIN_MAX_MS);
+
+    if (usual <= 0 || usual > apr_time_from_msec(MM_NEAR_MS)) {
+        return least;
+    }
+    usual *= 3;
+    return usual < least ? least : usual > most ? most : usual;
+}
+
+/* Apache::Async.__spin(usual_ms): mm_async_spin in milliseconds (usual_ms
+ * nil: not seen yet). */
+static mrb_value async_spin(mrb_state *mrb, mrb_value self)
+{
+    mrb_value usual = mrb_get_arg1(mrb);
+    apr_interval_time_t us = mrb_nil_p(usual) ? 0 : (apr_interval_time_t)(mrb_as_float(mrb, usual) * 1000.0);
+
+    return mrb_fixnum_value((mrb_int)((mm_async_spin(us) + 999) / 1000));
+}
+
 int mm_async_wait_io(mrb_state *mrb, int fd, int events)
 {
     mm_run_t *run = mm_binding_run(mrb, "Apache::Async");
@@ -88,4 +122,5 @@ void mm_async_init(mrb_state *mrb)
     mrb_define_module_function(mrb, async, "sleep", async_sleep, MRB_ARGS_REQ(1));
     mrb_define_module_function(mrb, async, "__suspendable?", async_suspendable, MRB_ARGS_NONE());
     mrb_define_module_function(mrb, async, "__watching?", async_watching, MRB_ARGS_NONE());
+    mrb_define_module_function(mrb, async, "__spin", async_spin, MRB_ARGS_REQ(1));
 }

@@ -778,10 +778,9 @@ static void note_time(http_vm_t *h, unsigned long origin, apr_interval_time_t to
 {
     struct http_usual *u = usual_of(h, origin);
 
-    took = took > 0 ? took : 1;
+    took = took > 0 ? took : 1; /* (and so is every average of such) */
     if (u) {
         u->took += (took - u->took) / 4;
-        u->took = u->took > 0 ? u->took : 1;
     } else {
         u = &h->usual[h->usual_next];
         h->usual_next = (h->usual_next + 1) % HTTP_USUAL_ORIGINS;
@@ -1070,14 +1069,13 @@ static mrb_value http_spec(mrb_state *mrb, mrb_value self)
 
 /* The calls of specs, set up (raises for a bad spec: the Data object
  * frees what was made). */
-static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, mrb_value specs, long run_left)
+static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, const mrb_value *specs, mrb_int n, long run_left)
 {
     mrb_value holder;
     http_calls_t *calls;
-    mrb_int n, i;
+    mrb_int i;
     long t;
 
-    n = RARRAY_LEN(specs);
     if (n < 1 || n > HTTP_MAX_CALLS) {
         mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: from 1 to %d calls at once", HTTP_MAX_CALLS);
     }
@@ -1090,7 +1088,7 @@ static mrb_value make_calls(mrb_state *mrb, http_vm_t *h, mrb_value specs, long 
     for (i = 0; i < n; i++) {
         calls->n = (int)i + 1;
         calls->call[i].owner = calls;
-        t = setup(mrb, h, &calls->call[i], mrb_ary_entry(specs, i), run_left);
+        t = setup(mrb, h, &calls->call[i], specs[i], run_left);
         calls->longest = t > calls->longest ? t : calls->longest;
     }
     return holder;
@@ -1106,22 +1104,27 @@ static http_calls_t *calls_of(mrb_state *mrb, mrb_value h)
     return calls;
 }
 
+/* Frees the ended calls of holder (out of the multi handle) now, rather
+ * than at the next collection; their handles are kept for the next calls. */
+static void release_holder(mrb_value holder)
+{
+    calls_release(DATA_PTR(holder), 1);
+    DATA_PTR(holder) = NULL;
+}
+
 /* The results of the calls, which are out of the multi handle; frees
  * their memory now rather than at the next collection. */
 static mrb_value results(mrb_state *mrb, mrb_value holder)
 {
     http_calls_t *calls = DATA_PTR(holder);
     mrb_value out = mrb_ary_new_capa(mrb, calls->n);
-    int i;
-
-    int ai = mrb_gc_arena_save(mrb);
+    int i, ai = mrb_gc_arena_save(mrb);
 
     for (i = 0; i < calls->n; i++) {
         mrb_ary_push(mrb, out, result_of(mrb, &calls->call[i]));
         mrb_gc_arena_restore(mrb, ai);
     }
-    calls_release(calls, 1);
-    DATA_PTR(holder) = NULL;
+    release_holder(holder);
     return out;
 }
 
@@ -1155,7 +1158,7 @@ static mrb_value http_perform(mrb_state *mrb, mrb_value self)
     mrb_get_args(mrb, "A", &specs);
     r = mm_binding_run(mrb, "Apache::HTTP")->r;
     h = vm_http(mrb);
-    holder = make_calls(mrb, h, specs, mm_timeout_ms_left(mrb));
+    holder = make_calls(mrb, h, RARRAY_PTR(specs), RARRAY_LEN(specs), mm_timeout_ms_left(mrb));
     perform(mrb, h, holder, r);
     return results(mrb, holder);
 }
@@ -1197,19 +1200,9 @@ static int own_sockets(const http_calls_t *calls, struct pollfd *fds)
     return n;
 }
 
-/* How long __start waits for the calls before the script suspends: at
- * least HTTP_SPIN_MS; for calls to services whose calls usually end
- * within HTTP_NEAR_MS, three times the longest usual time of theirs, at
- * most HTTP_SPIN_MAX_MS. A near service answers within a millisecond or
- * two on an idle machine, and within some more under load, when the
- * threads wait for the CPUs: waiting for it here holds the thread, not a
- * CPU, where a suspension costs several times the call's CPU and closes
- * the client's connection. A far one (or one not called yet) is waited
- * for the least. */
-#define HTTP_SPIN_MS     2
-#define HTTP_NEAR_MS     10
-#define HTTP_SPIN_MAX_MS 20
-
+/* How long __start waits for the calls before the script suspends
+ * (mm_async_spin): for the slowest usual time of their origins, the least
+ * if one has none. */
 static apr_interval_time_t spin_limit(http_calls_t *calls)
 {
     apr_interval_time_t most = 0;
@@ -1218,15 +1211,12 @@ static apr_interval_time_t spin_limit(http_calls_t *calls)
     for (i = 0; i < calls->n; i++) {
         const struct http_usual *u = usual_of(calls->vm, calls->call[i].origin);
 
-        if (u == NULL || u->took > apr_time_from_msec(HTTP_NEAR_MS)) {
-            return apr_time_from_msec(HTTP_SPIN_MS);
+        if (u == NULL) {
+            return mm_async_spin(0);
         }
         most = u->took > most ? u->took : most;
     }
-    most *= 3;
-    return most < apr_time_from_msec(HTTP_SPIN_MS)       ? apr_time_from_msec(HTTP_SPIN_MS)
-           : most > apr_time_from_msec(HTTP_SPIN_MAX_MS) ? apr_time_from_msec(HTTP_SPIN_MAX_MS)
-                                                         : most;
+    return mm_async_spin(most);
 }
 
 /* For a script that waits by suspending its request (Apache::Async.sleep):
@@ -1296,7 +1286,7 @@ static mrb_value http_start(mrb_state *mrb, mrb_value self)
 
     mrb_get_args(mrb, "A", &specs);
     h = vm_http(mrb);
-    holder = make_calls(mrb, h, specs, 0);
+    holder = make_calls(mrb, h, RARRAY_PTR(specs), RARRAY_LEN(specs), 0);
     start(h, DATA_PTR(holder), mm_binding_run(mrb, "Apache::HTTP")->r);
     return holder;
 }
@@ -1310,8 +1300,8 @@ static mrb_value http_one(mrb_state *mrb, mrb_value self)
 {
     mrb_value method, url, opts, spec, holder, res;
     request_rec *r;
-    http_calls_t *calls;
     http_vm_t *h;
+    int suspend;
 
     mrb_get_args(mrb, "ooo", &method, &url, &opts);
     spec = spec_of(mrb, method, url, opts);
@@ -1320,21 +1310,19 @@ static mrb_value http_one(mrb_state *mrb, mrb_value self)
     }
     r = mm_binding_run(mrb, "Apache::HTTP")->r;
     h = vm_http(mrb);
-    if (!mm_async_suspendable(mrb)) {
-        holder = make_calls(mrb, h, mrb_ary_new_from_values(mrb, 1, &spec), mm_timeout_ms_left(mrb));
+    suspend = mm_async_suspendable(mrb);
+    holder = make_calls(mrb, h, &spec, 1, suspend ? 0 : mm_timeout_ms_left(mrb));
+    if (!suspend) {
         perform(mrb, h, holder, r);
     } else {
-        holder = make_calls(mrb, h, mrb_ary_new_from_values(mrb, 1, &spec), 0);
         start(h, DATA_PTR(holder), r);
         if (!all_done(DATA_PTR(holder))) {
             return holder;
         }
         detach(DATA_PTR(holder));
     }
-    calls = DATA_PTR(holder);
-    res = result_of(mrb, &calls->call[0]);
-    calls_release(calls, 1);
-    DATA_PTR(holder) = NULL;
+    res = result_of(mrb, &((http_calls_t *)DATA_PTR(holder))->call[0]);
+    release_holder(holder);
     if (mrb_exception_p(res)) {
         mrb_exc_raise(mrb, res);
     }

@@ -163,29 +163,21 @@ class Apache
       true
     end
 
-    # How long a wait lasts before the request is suspended (ms), as for
-    # Apache::HTTP: 2, or for a peer whose answers usually come within
-    # 10 ms (@usual: the time reads on this connection waited, an average
-    # leaning to the latest), three times that, at most 20.
-    def __spin
-      u = @usual
-      return 2 unless u && u <= 10
-      ms = (u * 3).ceil
-      ms < 2 ? 2 : (ms > 20 ? 20 : ms)
-    end
-
     # Runs the block (given the ms it may wait) until it has an answer other
     # than :again; by sleeping between tries where the request can be
     # suspended (until the socket is ready), else by letting the block wait.
+    # Where it suspends, it first waits in place as Apache::HTTP's calls do
+    # (Apache::Async.__spin), for the usual time of this connection's reads
+    # (@usual, ms: an average leaning to the latest).
     def __wait(deadline, what)
       suspend = Apache::Async.__suspendable?
-      if suspend
-        spin = __spin
-        began = Time.now.to_f * 1000
-      end
+      spin = Apache::Async.__spin(@usual) if suspend
       pause = 1
+      began = nil
       while true
-        left = (deadline - Time.now.to_f * 1000).to_i
+        now = Time.now.to_f * 1000
+        began ||= now
+        left = (deadline - now).to_i
         if left <= 0
           # An answer may still come: nothing read later would be in step
           # with the peer, so the connection is closed (and never pooled).
