@@ -117,6 +117,15 @@ int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int l
 
 /* ------------------------------------------------------- collector */
 
+void mm_mi_compact_class_tables(mrb_state *mrb)
+{
+#ifdef MRB_HAVE_CLASS_TABLES_COMPACT
+    mrb_class_tables_compact(mrb);
+#else
+    (void)mrb;
+#endif
+}
+
 void mm_mi_gc_ratios(mrb_state *mrb, int *interval_ratio, int *step_ratio)
 {
     *interval_ratio = mrb->gc.interval_ratio;

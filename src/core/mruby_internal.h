@@ -59,6 +59,11 @@ int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int l
 
 /* ------------------------------------------------------- collector */
 
+/* Every class's and module's method and variable tables shrunk to what
+ * they hold (patches/mruby/class-tables-compact.patch); nothing with a
+ * libmruby that lacks that patch (Debian's). */
+void mm_mi_compact_class_tables(mrb_state *mrb);
+
 /* The collector's two ratios, to keep the VM's own settings. */
 void mm_mi_gc_ratios(mrb_state *mrb, int *interval_ratio, int *step_ratio);
 
