@@ -126,18 +126,33 @@ void mm_mi_compact_class_tables(mrb_state *mrb)
 #endif
 }
 
-void mm_mi_gc_ratios(mrb_state *mrb, int *interval_ratio, int *step_ratio)
+void mm_mi_gc_settings(mrb_state *mrb, mm_mi_gc_settings_t *settings)
 {
-    *interval_ratio = mrb->gc.interval_ratio;
-    *step_ratio = mrb->gc.step_ratio;
+    settings->interval_ratio = mrb->gc.interval_ratio;
+    settings->step_ratio = mrb->gc.step_ratio;
+    settings->generational = mrb->gc.generational;
 }
 
-void mm_mi_gc_reset(mrb_state *mrb, int interval_ratio, int step_ratio)
+/* mruby's own GC.generational_mode=, which finishes what the mode needs
+ * finished (a cycle, or the old objects' marks). */
+static mrb_value set_generational(mrb_state *mrb, void *on)
+{
+    return mrb_funcall(mrb, mrb_obj_value(mrb_module_get(mrb, "GC")), "generational_mode=", 1,
+                       mrb_bool_value(*(const int *)on));
+}
+
+void mm_mi_gc_reset(mrb_state *mrb, const mm_mi_gc_settings_t *settings)
 {
     mrb->gc.disabled = FALSE;
     mrb->gc.out_of_memory = FALSE;
-    mrb->gc.interval_ratio = interval_ratio;
-    mrb->gc.step_ratio = step_ratio;
+    mrb->gc.interval_ratio = settings->interval_ratio;
+    mrb->gc.step_ratio = settings->step_ratio;
+    if (!mrb->gc.generational != !settings->generational) {
+        mrb_bool raised;
+
+        mrb_protect_error(mrb, set_generational, (void *)&settings->generational, &raised);
+        mrb->exc = NULL;
+    }
 }
 
 /* ---------------------------------------- the VM's shared exceptions */

@@ -64,12 +64,21 @@ int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int l
  * libmruby that lacks that patch (Debian's). */
 void mm_mi_compact_class_tables(mrb_state *mrb);
 
-/* The collector's two ratios, to keep the VM's own settings. */
-void mm_mi_gc_ratios(mrb_state *mrb, int *interval_ratio, int *step_ratio);
+/* The settings a script may change: GC.interval_ratio=, GC.step_ratio=,
+ * GC.generational_mode=. */
+typedef struct mm_mi_gc_settings {
+    int interval_ratio;
+    int step_ratio;
+    int generational;
+} mm_mi_gc_settings_t;
 
-/* The collector enabled again, with these ratios, and its out-of-memory
- * mark cleared. */
-void mm_mi_gc_reset(mrb_state *mrb, int interval_ratio, int step_ratio);
+/* The collector's settings, to keep the VM's own. */
+void mm_mi_gc_settings(mrb_state *mrb, mm_mi_gc_settings_t *settings);
+
+/* The collector enabled again, with these settings, and its out-of-memory
+ * mark cleared. Outside a run only: a change of mode may finish a cycle of
+ * the collector. */
+void mm_mi_gc_reset(mrb_state *mrb, const mm_mi_gc_settings_t *settings);
 
 /* ---------------------------------------- the VM's shared exceptions */
 

@@ -279,8 +279,11 @@ static void restore_shared_errors(mm_vm_t *vm)
 
 /* The collector's settings are the VM's: a script that turned it off
  * (GC.disable) or all but off (a huge GC.interval_ratio) left it so for
- * every later request of its thread, whose garbage then piled up for good.
- * They are put back when an outermost run ends. So is its out-of-memory
+ * every later request of its thread, whose garbage then piled up for good;
+ * one that left the generational mode off (GC.generational_mode = false)
+ * left the VM's memory growing past 1 MB, from about 540 KB (the realistic
+ * handler of the bench, worker MPM, 36,000 requests; benchmarks.md). They
+ * are put back when an outermost run ends. So is its out-of-memory
  * mark, which a refused allocation sets (a script's 'x' * 2**47, in a VM
  * without mrubyMemoryLimit, which is not replaced) and only the next
  * allocation mruby makes with malloc clears: meanwhile mruby gives no
@@ -288,7 +291,7 @@ static void restore_shared_errors(mm_vm_t *vm)
  * request's, was logged without its place and backtrace. */
 static void restore_gc(mm_vm_t *vm)
 {
-    mm_mi_gc_reset(vm->mrb, vm->gc_interval_ratio, vm->gc_step_ratio);
+    mm_mi_gc_reset(vm->mrb, &vm->gc);
 }
 
 /* An outermost run ended or sleeps: what it left in the VM that the next

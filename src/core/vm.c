@@ -189,7 +189,7 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     wrap_fiber_initialize(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
     keep_shared_errors(mrb, mm_vm_of(mrb));
-    mm_mi_gc_ratios(mrb, &mm_vm_of(mrb)->gc_interval_ratio, &mm_vm_of(mrb)->gc_step_ratio);
+    mm_mi_gc_settings(mrb, &mm_vm_of(mrb)->gc);
 
     return mrb_nil_value();
 }

@@ -13,6 +13,7 @@
 #include <mruby.h>
 
 #include "counters.h"
+#include "mruby_internal.h"
 
 struct mm_run;
 struct mm_loaded;
@@ -60,8 +61,7 @@ struct mm_vm {
         const void *data;
     } slots[MM_BINDING_SLOTS];
     int nslots;
-    int gc_interval_ratio; /* the collector's settings before any script ran */
-    int gc_step_ratio;
+    mm_mi_gc_settings_t gc; /* the collector's settings before any script ran */
 
     /* mruby's one SystemStackError object of the VM, as mruby made it: run.c
      * puts it back so after each run (vm.c says why). */
