@@ -428,13 +428,13 @@ mm_vm_t *mm_vm_create(server_rec *s)
      * set-up, and the pages that held only garbage are freed (by the second
      * collection: see MM_TRIM_BYTES). The realistic handler's memory per VM
      * went from 696 to 457 KiB with it, and its instructions per request
-     * did not grow (benchmarks.md, "Memory per VM"). */
+     * did not grow (benchmarks.md, "A collected heap at the start"). */
     mrb_full_gc(mrb);
     mrb_full_gc(mrb);
     /* Its classes are all defined: their tables give back the slots they
-     * grew by and do not use, about 20 KB (benchmarks.md, "Memory per
-     * VM"). Scripts that define methods or constants later grow them
-     * again as before. */
+     * grew by and do not use, each in one block with its header, about
+     * 23 KB (benchmarks.md, "Class tables shrunk to what they hold").
+     * Scripts that define methods or constants later grow them again. */
     mm_mi_compact_class_tables(mrb);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, MM_LOGNO(00012) "created an mruby VM for pid %" APR_PID_T_FMT,
                  getpid());

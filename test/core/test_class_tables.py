@@ -2,7 +2,9 @@
 to what they hold (src/core/vm.c, patches/mruby/class-tables-compact.patch):
 every method and constant of every class and module is found by name, and
 a script that adds methods and constants to a class whose table is full
-grows it as before. On every MPM, each request checks its worker's VM."""
+grows it as before; the classes that stand for an included module in an
+ancestry, which share its tables, see them before and after they grow. On
+every MPM, each request checks its worker's VM."""
 
 from httpd import module_httpd
 
@@ -42,8 +44,20 @@ shrunk = (0...40).none? { |i| small.method_defined?("tables_m#{i}") } && old.all
 # Constants added to a module that has a few.
 40.times { |i| Apache::Async.const_set("TABLES_C#{i}", i) unless Apache::Async.const_defined?("TABLES_C#{i}", false) }
 consts = (0...40).all? { |i| Apache::Async.const_get("TABLES_C#{i}") == i }
+
+# Included modules: their classes in each ancestry share the module's
+# tables, before and after the module's tables grow.
+class TablesWithMath
+  include Math
+  def pi; PI; end
+  def e; TABLES_E; end
+end
+shared = 3.between?(1, 5) && {a: 2, b: 1}.min_by { |_, v| v } == [:b, 1] && TablesWithMath.new.pi == Math::PI
+module Comparable; 20.times { |i| define_method("tables_c#{i}") { i } }; end
+module Math; TABLES_E = 2; end
+shared &&= 3.tables_c19 == 19 && "a".tables_c0 == 0 && TablesWithMath.new.e == 2
 s = "hello"
-Apache.rputs [mods.size, methods, constants, missing.size, grown, shrunk, consts, s.upcase,
+Apache.rputs [mods.size, methods, constants, missing.size, grown, shrunk, consts && shared, s.upcase,
               Apache::Request.new.method].join(" ") + "\n" + missing.first(5).join(",")
 '''
 
