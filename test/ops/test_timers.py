@@ -43,6 +43,17 @@ def start(make_httpd, mpm, body=BODY, **kw):
     return make_httpd("timers", mpm, body, mpm_conf=SINGLE_WORKER, **kw).start()
 
 
+def wait_ticks(srv, n, timeout=20, name="ticks"):
+    """The lines of out/NAME once there are n. httpd says it is ready (and its listener
+    takes connections) before its child has forked, made its timer VM and
+    run the scripts: under ASan on a busy machine that took longer than a
+    fixed sleep allowed. Waited for, not slept for."""
+    deadline = time.time() + timeout
+    while len(ticks(srv, name)) < n and time.time() < deadline:
+        time.sleep(0.05)
+    return ticks(srv, name)
+
+
 def test_every_keeps_its_rate(make_httpd, mpm):
     srv = start(make_httpd, mpm)
     pid = int(srv.ok("/hello").text)
@@ -63,7 +74,8 @@ def test_after_runs_once_and_a_block_may_set_timers(make_httpd, mpm):
         'mrubyTimersCode "Apache::Timer.every(0.25) { %s }"' % TICK,
         'mrubyTimersCode "Apache::Timer.after(0.2) { %s; Apache::Timer.after(0.3) { %s } }"' % (TICK, TICK))
     srv = start(make_httpd, mpm, body)
-    time.sleep(1.5)
+    assert len(wait_ticks(srv, 2)) == 2
+    time.sleep(1)  # no third
     assert len(ticks(srv)) == 2
 
 
@@ -98,7 +110,7 @@ def test_at_most_64_timers(make_httpd, mpm):
 def test_stopped_by_graceful_restart_and_started_again(make_httpd, mpm):
     srv = start(make_httpd, mpm)
     old = int(srv.ok("/hello").text)
-    time.sleep(0.6)
+    wait_ticks(srv, 2)
     srv.graceful()  # returns once the old child is gone
     gone = time.time()
     # The new child starts its timers as it starts: waited for, not slept
@@ -115,7 +127,7 @@ def test_stopped_by_graceful_restart_and_started_again(make_httpd, mpm):
 
 def test_never_after_the_child_stops(make_httpd, mpm):
     srv = start(make_httpd, mpm)
-    time.sleep(0.6)
+    wait_ticks(srv, 2)
     srv.stop()
     stopped = time.time()
     n = len(ticks(srv))
@@ -264,7 +276,8 @@ def test_cancel(make_httpd, mpm):
         'File.open(%%q({root}/out/cancel), %%q(w)) { |f| f.write Apache::Timer.cancel($id).to_s + '
         'Apache::Timer.cancel($id).to_s } if $n == 3 }"' % TICK)
     srv = start(make_httpd, mpm, body)
-    time.sleep(1.0)
+    assert len(wait_ticks(srv, 3)) == 3
+    time.sleep(0.5)  # no fourth
     assert len(ticks(srv)) == 3
     with open(srv.path("out/cancel")) as f:
         assert f.read() == "truefalse"
@@ -284,7 +297,7 @@ def singles(srv):
 
 def test_singleton_runs_in_one_child(make_httpd, mpm):
     srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
-    time.sleep(2)
+    wait_ticks(srv, 7, name="single")
     children = {p for p, _ in ticks(srv)}
     got = singles(srv)
     assert len(children) >= 2  # every child has its timers
@@ -295,7 +308,7 @@ def test_singleton_runs_in_one_child(make_httpd, mpm):
 @restarts
 def test_singleton_moves_to_the_new_generation(make_httpd, mpm):
     srv = make_httpd("timers-single", mpm, SINGLE_BODY).start()
-    time.sleep(0.8)
+    wait_ticks(srv, 2, name="single")
     leader = singles(srv)[-1][0]
     srv.graceful()  # the old children, the leader with them, are gone
     gone = time.time()
