@@ -57,8 +57,7 @@ def wait_ticks(srv, n, timeout=20, name="ticks"):
 def test_every_keeps_its_rate(make_httpd, mpm):
     srv = start(make_httpd, mpm)
     pid = int(srv.ok("/hello").text)
-    time.sleep(0.5)
-    first = len(ticks(srv))
+    first = len(wait_ticks(srv, 1))
     time.sleep(5)
     got = ticks(srv)
     assert {p for p, _ in got} == {pid}  # the one child, in its timer thread
