@@ -46,6 +46,10 @@ typedef struct mm_run {
     mrb_value fiber;             /* the fiber the script runs in, or nil (run directly) */
     apr_interval_time_t sleep;   /* set by Apache::Async.sleep before it yields; else -1 */
     mm_io_t io;                  /* what else ends that sleep (mm_run_wait_io) */
+    apr_time_t io_ready;         /* when one of those sockets was seen ready (or the request
+                                    poked: mm_suspend_poke) and so ended the sleep that
+                                    suspended the request, by mm_thread_now's clock; 0 when
+                                    its time ended it, or it did not suspend */
     apr_interval_time_t timeout; /* mrubyTimeout for each stretch it runs; 0: none */
     void *escape;                /* the catch point (struct mrb_jmpbuf) of the
                                     stretch running now, for a hard stop */

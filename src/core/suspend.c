@@ -57,6 +57,7 @@
 
 #include "mod_mruby.h"
 #include "suspend.h"
+#include "thread.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -297,6 +298,7 @@ static void hurry(struct mm_sleeper *z)
     disarm(z);
     unlink_sleeper(z);
     z->by_io = 1;
+    z->run.io_ready = mm_thread_now();
     z->due = apr_time_now();
     insert(z);
 }
@@ -305,9 +307,11 @@ static void schedule(struct mm_sleeper *z)
 {
     z->handed = 1;
     apr_thread_mutex_lock(alarms.lock);
+    z->run.io_ready = 0;
     if (z->poked) {
         z->poked = 0;
         z->by_io = 1;
+        z->run.io_ready = mm_thread_now();
         z->due = apr_time_now();
     }
     insert(z);

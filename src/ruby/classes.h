@@ -20,6 +20,10 @@ int mm_async_wait_io(mrb_state *mrb, int fd, int events);
 /* rb_async.c: whether Apache::Async.sleep here would suspend the request
  * (Apache::Async.__suspendable?). */
 int mm_async_suspendable(mrb_state *mrb);
+/* rb_async.c: when a socket the script's last sleep waited on was seen
+ * ready, ending a sleep that had suspended the request (mm_thread_now's
+ * clock); 0 when that sleep's time ended it, or it did not suspend. */
+apr_time_t mm_async_io_ready(mrb_state *mrb);
 /* rb_async.c: how long a wait where the request can be suspended lasts
  * before it suspends, for a service whose answers usually take usual
  * (0: not seen yet). */

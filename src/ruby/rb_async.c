@@ -107,6 +107,11 @@ int mm_async_wait_io(mrb_state *mrb, int fd, int events)
     return can_yield(mrb, run) && mm_run_wait_io(run, fd, events);
 }
 
+apr_time_t mm_async_io_ready(mrb_state *mrb)
+{
+    return mm_binding_run(mrb, "Apache::Async")->io_ready;
+}
+
 /* Apache::Async.__watching?: whether the script's next sleep ends once a
  * socket it waits on is ready (mm_async_wait_io): then the sleep may be
  * long. */

@@ -118,13 +118,14 @@ typedef struct {
         int what; /* CURL_POLL_IN, _OUT, _INOUT */
     } * socks;
     int nsocks, capsocks;
-    /* How long the calls to an origin usually take, start to end (an
-     * average that leans to the latest), for the last origins called:
+    /* How long the calls to an origin usually take, start to end
+     * (usual_time), for the last origins called:
      * how long a suspendable script's calls are waited for before the
      * request is suspended (spin_limit). */
     struct http_usual {
         unsigned long origin;
-        apr_interval_time_t took;
+        apr_interval_time_t took; /* the average */
+        apr_interval_time_t last; /* the last call's time */
     } usual[HTTP_USUAL_ORIGINS];
     int usual_next; /* the entry the next new origin replaces */
     /* What result_of makes a Response with (found once) */
@@ -772,7 +773,7 @@ static struct http_usual *usual_of(http_vm_t *h, unsigned long origin)
     return NULL;
 }
 
-/* A call to origin took took: into its usual time (a quarter of the way
+/* A call to origin took took: into its average (a quarter of the way
  * from the last), or a new entry in place of the oldest. */
 static void note_time(http_vm_t *h, unsigned long origin, apr_interval_time_t took)
 {
@@ -787,25 +788,45 @@ static void note_time(http_vm_t *h, unsigned long origin, apr_interval_time_t to
         u->origin = origin;
         u->took = took;
     }
+    u->last = took;
+}
+
+/* The usual time of u's origin: its average, or its last call's time when
+ * that was shorter. One slow call does not make the next calls suspend
+ * their requests: the first call to an origin, which opens the
+ * connection (and the server starts on it: a thread, a TLS session), took
+ * two to eight times as long as the next ones in the suite under load,
+ * and an average starting there took four calls to come down. */
+static apr_interval_time_t usual_time(const struct http_usual *u)
+{
+    return u->last < u->took ? u->last : u->took;
 }
 
 /* Takes curl's news of ended calls. The VM's multi handle may also hold
  * the calls of scripts of this VM that are suspended: each call is found
  * through its handle's private pointer, whoever it belongs to, and the
  * script of another request (cur is the caller's), whose sleep waits for
- * a socket this one has just read, is woken. */
-static void collect(CURLM *m, request_rec *cur)
+ * a socket this one has just read, is woken.
+ * A call's time, for its origin's usual time, ends now, or, for the calls
+ * woken of a script resumed because one of their sockets was seen ready
+ * at ready (0: not so), then: how long the request took to be resumed
+ * (a worker thread free, the VM's lock) is not the service's time. */
+static void collect(CURLM *m, request_rec *cur, const http_calls_t *woken, apr_time_t ready)
 {
     CURLMsg *msg;
     http_call_t *c;
     int left;
 
+    if (woken && ready < woken->started) {
+        ready = 0; /* the socket of an earlier sleep, for earlier calls */
+    }
     while ((msg = curl_multi_info_read(m, &left)) != NULL) {
         if (msg->msg == CURLMSG_DONE &&
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c) == CURLE_OK && c) {
             c->done = 1;
             c->code = msg->data.result;
-            note_time(c->owner->vm, c->origin, mm_thread_now() - c->owner->started);
+            note_time(c->owner->vm, c->origin,
+                      (c->owner == woken && ready ? ready : mm_thread_now()) - c->owner->started);
             if (c->owner->r && c->owner->r != cur) {
                 mm_suspend_poke(c->owner->r);
             }
@@ -857,7 +878,7 @@ static void drive(CURLM *m, http_calls_t *calls, request_rec *cur)
         if (curl_multi_socket_all(m, &running) != CURLM_OK) {
             break;
         }
-        collect(m, cur);
+        collect(m, cur, NULL, 0);
         if (all_done(calls) || mm_thread_now() > end) {
             break;
         }
@@ -1214,7 +1235,7 @@ static apr_interval_time_t spin_limit(http_calls_t *calls)
         if (u == NULL) {
             return mm_async_spin(0);
         }
-        most = u->took > most ? u->took : most;
+        most = usual_time(u) > most ? usual_time(u) : most;
     }
     return mm_async_spin(most);
 }
@@ -1240,7 +1261,7 @@ static void start(http_vm_t *h, http_calls_t *calls, request_rec *r)
      * driven: the multi handle may also hold the calls of this VM's
      * suspended scripts, which their own sockets wake. */
     curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
-    collect(m, r);
+    collect(m, r, NULL, 0);
     while (!all_done(calls) && mm_thread_now() < end) {
         struct pollfd fds[HTTP_MAX_FDS];
         int i, n = own_sockets(calls, fds);
@@ -1269,7 +1290,7 @@ static void start(http_vm_t *h, http_calls_t *calls, request_rec *r)
         } else {
             curl_multi_socket_action(m, CURL_SOCKET_TIMEOUT, 0, &running);
         }
-        collect(m, r);
+        collect(m, r, NULL, 0);
     }
     if (r && !all_done(calls)) {
         /* the script will sleep: should a call end while another request
@@ -1374,7 +1395,7 @@ static mrb_value http_step(mrb_state *mrb, mrb_value self)
             curl_multi_socket_action(calls->multi, fds[i].fd, 0, &running);
         }
     }
-    collect(calls->multi, calls->r);
+    collect(calls->multi, calls->r, calls, mm_async_io_ready(mrb));
     if (all_done(calls)) {
         return mrb_nil_value();
     }

@@ -8,6 +8,7 @@ consecutive requests of a server with one worker thread (one VM too)."""
 
 import base64
 import http.server
+import re
 import socketserver
 import sys
 import threading
@@ -60,8 +61,12 @@ class Recorder:
                 with recorder.lock:
                     recorder.records.append(
                         (self.command, path, query, [(k.lower(), v) for k, v in self.headers.items()], body))
+                    seen = sum(1 for r in recorder.records if r[2] == query)
                 if path.startswith("/slow/"):
-                    time.sleep(int(path[6:]) / 1000.0)
+                    # ?firstMS.TOKEN: the first request of that query takes MS
+                    first = re.match(r"first(\d+)\.", query)
+                    ms = int(first.group(1)) if first and seen == 1 else int(path[6:])
+                    time.sleep(ms / 1000.0)
                 if path == "/redir":
                     self.send_response(302)
                     self.send_header("Location", "/a?" + query)
@@ -428,24 +433,53 @@ def test_consecutive_requests_of_one_vm_leave_nothing_to_the_next(make_httpd, re
     got[0].assert_bare("GET", "/slow/800")
 
 
+def test_a_slow_first_call_does_not_make_the_next_ones_suspend(make_httpd, recorder, mpm):
+    """The first call to an origin opens the connection (and the server
+    may start a thread or a TLS session for it): one that took ten times
+    as long as the next ones does not make them suspend their requests,
+    as an average starting there would (its usual time is its last call's
+    when that is shorter than the average). On prefork and worker every
+    call blocks, and every connection is kept."""
+    srv = make_httpd("http-first", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
+    srv.write("htdocs/near.mrb", "Apache.rputs Apache::HTTP.get('http://127.0.0.1:%d/slow/4?first60.%d').body"
+              % (recorder.port, time.monotonic_ns()))
+    srv.start()
+    kept = []
+    for _ in range(8):
+        r = srv.get("/near.mrb")
+        assert (r.status, r.text) == (200, "GET /slow/4 0"), r.text
+        kept.append(r.headers.get("Connection", "").lower() != "close")
+    if mpm == "event":
+        # the first two were suspended (none known; the usual 60 ms); an
+        # average from 60 ms would keep none of the next six (13.5 ms after
+        # the eighth). (an answer the loaded machine delays past the wait
+        # is suspended: most, not all, are kept)
+        assert not kept[0] and sum(kept[2:]) >= 5, kept
+    else:
+        assert all(kept), kept
+
+
 def test_a_near_service_is_waited_for_and_the_client_kept(make_httpd, recorder, mpm):
     """Where a call would suspend the request (event MPM), a call that has
     not ended after a short wait does, and httpd 2.4 then closes the
     client's connection. A VM learns how long the calls to each origin
     usually take: a service answering within 10 ms is waited for up to
     three times that (at most 20 ms), so from its second call on a service
-    answering after 6 ms keeps the client's connection; one answering
-    after 100 ms is not waited for. On prefork and worker every call
-    blocks, and every connection is kept."""
+    answering after 4 ms (more than the first wait, 2 ms) keeps the
+    client's connection; one answering after 100 ms is not waited for. On
+    prefork and worker every call blocks, and every connection is kept.
+    (The service is a thread of the test's Python process: on the loaded
+    two-CPU machine a 6 ms answer came after more than 10 ms now and then,
+    for several calls in a row: not near any more.)"""
     srv = make_httpd("http-spin", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
-    for name, ms in (("near", 6), ("far", 100)):
+    for name, ms in (("near", 4), ("far", 100)):
         srv.write("htdocs/%s.mrb" % name,
                   "Apache.rputs Apache::HTTP.get('http://127.0.0.1:%d/slow/%d?spin').body" % (recorder.port, ms))
     srv.start()
     kept = []
     for name in ["near"] * 8 + ["far"] * 3:
         r = srv.get("/%s.mrb" % name)
-        assert (r.status, r.text) == (200, "GET /slow/%d 0" % (6 if name == "near" else 100)), r.text
+        assert (r.status, r.text) == (200, "GET /slow/%d 0" % (4 if name == "near" else 100)), r.text
         kept.append((name, r.headers.get("Connection", "").lower() != "close"))
     near = [k for name, k in kept[1:] if name == "near"]
     far = [k for name, k in kept if name == "far"]

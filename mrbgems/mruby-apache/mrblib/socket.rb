@@ -168,10 +168,11 @@ class Apache
     # suspended (until the socket is ready), else by letting the block wait.
     # Where it suspends, it first waits in place as Apache::HTTP's calls do
     # (Apache::Async.__spin), for the usual time of this connection's reads
-    # (@usual, ms: an average leaning to the latest).
+    # (ms): an average leaning to the latest (@usual), or the last read's
+    # time (@last) when that was shorter, as for Apache::HTTP's calls.
     def __wait(deadline, what)
       suspend = Apache::Async.__suspendable?
-      spin = Apache::Async.__spin(@usual) if suspend
+      spin = Apache::Async.__spin(@last && @last < @usual ? @last : @usual) if suspend
       pause = 1
       began = nil
       while true
@@ -189,6 +190,7 @@ class Apache
           if suspend && what == 'read'
             took = Time.now.to_f * 1000 - began
             @usual = @usual ? @usual + (took - @usual) / 4 : took
+            @last = took
           end
           return got
         end
