@@ -7,6 +7,7 @@ All traffic goes to 127.0.0.1, and every run is bounded in count and time."""
 
 import concurrent.futures
 import http.client
+import os
 import random
 import re
 import signal
@@ -37,7 +38,7 @@ AddHandler mruby-script .mrb
 </Location>
 <Location /slow>
     SetHandler mruby-native-script
-    mrubyHandlerCode "Apache.rputs 'start '; Apache::Async.sleep 1000; Apache.rputs 'end'"
+    mrubyHandlerCode "File.open('{root}/out/slow-' + Apache::Request.new.args, 'w') { }; Apache.rputs 'start '; Apache::Async.sleep 1000; Apache.rputs 'end'"
 </Location>
 """
 
@@ -139,7 +140,13 @@ def test_graceful_stop_finishes_what_it_started(make_httpd, mpm):
     srv = load_server(make_httpd, "graceful-stop", mpm)
     with concurrent.futures.ThreadPoolExecutor(12) as pool:
         slow = [pool.submit(srv.get, "/slow?%d" % i) for i in range(12)]
-        time.sleep(0.4)
+        # every request begun (a connection still in the listen queue is
+        # closed by the stop): waited for, where a fixed 0.4 s left a just
+        # started server's children about 0.25 s to start
+        deadline = time.time() + 30
+        while len([n for n in os.listdir(srv.path("out")) if n.startswith("slow-")]) < 12:
+            assert time.time() < deadline, os.listdir(srv.path("out"))
+            time.sleep(0.02)
         srv.signal(signal.SIGWINCH)
         results = [f.result() for f in slow]
     assert [(r.status, r.body) for r in results] == [(200, b"start end")] * 12

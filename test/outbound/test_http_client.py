@@ -433,7 +433,9 @@ def test_a_suspended_call_wakes_when_its_socket_is_ready(caller):
     assert took >= 0.4
     if caller.mpm == "event":
         assert 1 <= io_wakes2 - io_wakes <= wakes2 - wakes <= 3, (wakes, io_wakes, wakes2, io_wakes2)
-        assert took < 0.45, took  # woken when the answer came
+        # woken when the answer came, not at the end of the sleep (1 s):
+        # 0.40-0.45 s here idle, with room for ASan on a loaded machine
+        assert took < 0.9, took
     else:
         assert (wakes2, io_wakes2) == (wakes, io_wakes) == (0, 0)
 

@@ -276,9 +276,12 @@ def test_a_near_peer_is_waited_for_and_the_client_kept(make_httpd, mpm):
     """As for Apache::HTTP: where a read would suspend the request (event
     MPM), a pooled connection whose reads usually wait less than 10 ms
     waits up to three times that (at most 20 ms) before the request is
-    suspended, so from its second request on a peer answering after 6 ms
-    keeps the client's connection; one answering after 100 ms does not.
-    On prefork and worker the reads block, and every connection is kept."""
+    suspended, so from its second request on a peer answering after 4 ms
+    (more than the first wait, 2 ms) keeps the client's connection; one
+    answering after 100 ms does not. On prefork and worker the reads block,
+    and every connection is kept. (The peer is a thread of the test's
+    Python process: on the loaded machine its answers come late now and
+    then; 4 ms leaves more room under the 10 ms of a near peer than 6.)"""
     echo = SlowEcho()
     try:
         srv = make_httpd("socket-spin", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
@@ -286,13 +289,13 @@ def test_a_near_peer_is_waited_for_and_the_client_kept(make_httpd, mpm):
                   "s.write(ms + \"\\n\"); Apache.rputs s.gets.chomp; s.keepalive" % echo.port)
         srv.start()
         kept = []
-        for ms in [6] * 8 + [100] * 3:
+        for ms in [4] * 8 + [100] * 3:
             r = srv.get("/echo.mrb?%d" % ms)
             assert (r.status, r.text) == (200, str(ms)), r.text
             kept.append((ms, r.headers.get("Connection", "").lower() != "close"))
     finally:
         echo.close()
-    near = [k for ms, k in kept[1:] if ms == 6]
+    near = [k for ms, k in kept[1:] if ms == 4]
     far = [k for ms, k in kept if ms == 100]
     if mpm == "event":
         # (an answer the loaded machine delays past the wait is suspended:
