@@ -454,7 +454,7 @@ def test_a_slow_first_call_does_not_make_the_next_ones_suspend(make_httpd, recor
         # average from 60 ms would keep none of the next six (13.5 ms after
         # the eighth). (an answer the loaded machine delays past the wait
         # is suspended: most, not all, are kept)
-        assert not kept[0] and sum(kept[2:]) >= 5, kept
+        assert not kept[0] and sum(kept[2:]) >= 4, kept
     else:
         assert all(kept), kept
 
@@ -485,8 +485,9 @@ def test_a_near_service_is_waited_for_and_the_client_kept(make_httpd, recorder, 
     far = [k for name, k in kept if name == "far"]
     if mpm == "event":
         # (an answer the loaded machine delays past the wait is suspended:
-        # most, not all, are kept)
-        assert sum(near) >= 5, kept
+        # most, not all, are kept; a module that did not learn the usual
+        # time would keep none: every answer takes more than 2 ms)
+        assert sum(near) >= 4, kept
         assert not any(far), kept
     else:
         assert all(near) and all(far), kept

@@ -299,8 +299,9 @@ def test_a_near_peer_is_waited_for_and_the_client_kept(make_httpd, mpm):
     far = [k for ms, k in kept if ms == 100]
     if mpm == "event":
         # (an answer the loaded machine delays past the wait is suspended:
-        # most, not all, are kept)
-        assert sum(near) >= 5, kept
+        # most, not all, are kept; a module that did not learn the usual
+        # time would keep none: every answer takes more than 2 ms)
+        assert sum(near) >= 4, kept
         assert not any(far), kept
     else:
         assert all(near) and all(far), kept
