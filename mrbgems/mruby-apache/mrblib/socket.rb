@@ -168,11 +168,11 @@ class Apache
     # suspended (until the socket is ready), else by letting the block wait.
     # Where it suspends, it first waits in place as Apache::HTTP's calls do
     # (Apache::Async.__spin), for the usual time of this connection's reads
-    # (ms): an average leaning to the latest (@usual), or the last read's
-    # time (@last) when that was shorter, as for Apache::HTTP's calls.
+    # (ms): the least of an average leaning to the latest (@usual) and the
+    # last two reads' times (@last, @prev), as for Apache::HTTP's calls.
     def __wait(deadline, what)
       suspend = Apache::Async.__suspendable?
-      spin = Apache::Async.__spin(@last && @last < @usual ? @last : @usual) if suspend
+      spin = Apache::Async.__spin(@usual && [@usual, @last, @prev].min) if suspend
       pause = 1
       began = nil
       while true
@@ -190,6 +190,7 @@ class Apache
           if suspend && what == 'read'
             took = Time.now.to_f * 1000 - began
             @usual = @usual ? @usual + (took - @usual) / 4 : took
+            @prev = @last || took
             @last = took
           end
           return got
