@@ -1238,11 +1238,13 @@ static apr_interval_time_t spin_limit(http_calls_t *calls)
 
     for (i = 0; i < calls->n; i++) {
         const struct http_usual *u = usual_of(calls->vm, calls->call[i].origin);
+        apr_interval_time_t usual;
 
         if (u == NULL) {
             return mm_async_spin(0);
         }
-        most = usual_time(u) > most ? usual_time(u) : most;
+        usual = usual_time(u);
+        most = usual > most ? usual : most;
     }
     return mm_async_spin(most);
 }

@@ -43,15 +43,23 @@ def start(make_httpd, mpm, body=BODY, **kw):
     return make_httpd("timers", mpm, body, mpm_conf=SINGLE_WORKER, **kw).start()
 
 
-def wait_ticks(srv, n, timeout=20, name="ticks"):
-    """The lines of out/NAME once there are n. httpd says it is ready (and its listener
-    takes connections) before its child has forked, made its timer VM and
-    run the scripts: under ASan on a busy machine that took longer than a
-    fixed sleep allowed. Waited for, not slept for."""
+def wait_lines(srv, done, timeout=20, name="ticks"):
+    """The (pid, number) lines of out/NAME once done(lines) holds (within
+    timeout s). httpd says it is ready (and its listener takes connections)
+    before its child has forked, made its timer VM and run the scripts:
+    under ASan on a busy machine that took longer than a fixed sleep
+    allowed. Waited for, not slept for."""
     deadline = time.time() + timeout
-    while len(ticks(srv, name)) < n and time.time() < deadline:
+    while True:
+        got = ticks(srv, name)
+        if done(got) or time.time() > deadline:
+            return got
         time.sleep(0.05)
-    return ticks(srv, name)
+
+
+def wait_ticks(srv, n, timeout=20, name="ticks"):
+    """The lines of out/NAME once there are n."""
+    return wait_lines(srv, lambda got: len(got) >= n, timeout, name)
 
 
 def test_every_keeps_its_rate(make_httpd, mpm):
@@ -171,12 +179,10 @@ REPLACED = (r"MRB00653: the timers' VM was replaced \(a block rescued Apache::Ti
 
 def counts(srv, timeout, until):
     """The n of out/count's lines once until(ns) holds (within timeout s)."""
-    deadline = time.time() + timeout
-    while True:
-        ns = [int(n) for _, n in ticks(srv, "count")]
-        if until(ns) or time.time() > deadline:
-            return ns
-        time.sleep(0.05)
+    def ns(got):
+        return [int(n) for _, n in got]
+
+    return ns(wait_lines(srv, lambda got: until(ns(got)), timeout, "count"))
 
 
 def test_a_hard_stop_replaces_the_timers_vm(make_httpd, mpm):
