@@ -269,7 +269,7 @@ def test_fiber_initialize_redefined_by_a_script(make_httpd, mpm):
 KEPT_FIBER = r"""
 <Location /keep_fiber>
     SetHandler mruby-native-script
-    mrubyHandlerCode "$sleeper = Fiber.current; Apache.rputs 'a'; Apache::Async.sleep 500; Apache.rputs 'b'"
+    mrubyHandlerCode "$sleeper = Fiber.current; Apache.rputs 'a'; File.open('{root}/out/asleep', 'w') { }; Apache::Async.sleep 3000; Apache.rputs 'b'"
 </Location>
 <Location /resume_kept>
     SetHandler mruby-native-script
@@ -282,12 +282,25 @@ def test_another_request_cannot_resume_a_sleeping_script(make_httpd):
     # One thread, so one VM: while the first script sleeps, the second one
     # resumes the fiber it kept. That ran the sleeper's script in the
     # second request, and the child crashed when the sleeper woke.
-    srv = make_httpd("keptfiber", "event", KEPT_FIBER, mpm_conf=SINGLE_WORKER["event"]).start()
+    #
+    # The second request must reach the child while its one thread is idle:
+    # the event MPM stops accepting when a connection comes while all its
+    # threads are busy, and with one thread it accepts again only once it
+    # holds no connection, so not before the sleeper ends (then the fiber
+    # is gone: "uninitialized Fiber"). The sleeper's mark is written just
+    # before the thread is given back; the half second after it is for the
+    # thread to leave the MPM's code for the request.
+    srv = make_httpd("keptfiber", "event", KEPT_FIBER, mpm_conf=SINGLE_WORKER["event"],
+                     log_level="warn mpm_event:debug").start()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         sleeper = pool.submit(srv.get, "/keep_fiber")
-        time.sleep(0.2)
+        deadline = time.time() + 30
+        while not os.path.exists(srv.path("out/asleep")) and time.time() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
         r = srv.get("/resume_kept")
-        assert (r.status, r.body) == (200, b"double resume")
+        assert (r.status, r.body) == (200, b"double resume"), srv.log_lines("not accepting new conns")
+        assert not sleeper.done()
         r = sleeper.result()
     assert (r.status, r.body) == (200, b"ab")
 
