@@ -28,6 +28,16 @@ apr_time_t mm_async_io_ready(mrb_state *mrb);
  * before it suspends, for a service whose answers usually take usual
  * (0: not seen yet). */
 apr_interval_time_t mm_async_spin(apr_interval_time_t usual);
+/* rb_async.c: what a VM learns of a service's waits (Apache::HTTP's calls
+ * to an origin, Apache::Socket's reads of a connection): an average
+ * moved a quarter of the way to each new time, and the last two times. */
+typedef struct {
+    apr_interval_time_t avg, last, prev;
+} mm_usual_t;
+/* A wait took took (the first one: u all 0). */
+void mm_usual_note(mm_usual_t *u, apr_interval_time_t took);
+/* The usual time: the least of the average and the last two times. */
+apr_interval_time_t mm_usual_time(const mm_usual_t *u);
 void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */
 void mm_params_init(mrb_state *mrb);     /* rb_params.c: Request#query_params, #form_params */

@@ -5,12 +5,16 @@
 #include "httpd.h"
 #include "apr_time.h"
 
+#include <string.h>
+
 #include <mruby.h>
+#include <mruby/array.h>
 
 #include "binding.h"
 #include "classes.h"
 #include "mruby_internal.h"
 #include "suspend.h"
+#include "thread.h"
 
 /* Whether the script runs in its own fiber, where a wait can yield it: not
  * across a C frame (a block called from a method written in C), where the
@@ -90,14 +94,81 @@ apr_interval_time_t mm_async_spin(apr_interval_time_t usual)
     return usual < least ? least : usual > most ? most : usual;
 }
 
-/* Apache::Async.__spin(usual_ms): mm_async_spin in milliseconds (usual_ms
- * nil: not seen yet). */
+void mm_usual_note(mm_usual_t *u, apr_interval_time_t took)
+{
+    took = took > 0 ? took : 1; /* (and so is every average of such) */
+    if (u->avg > 0) {
+        u->avg += (took - u->avg) / 4;
+        u->prev = u->last;
+    } else {
+        u->avg = u->prev = took;
+    }
+    u->last = took;
+}
+
+/* One slow wait does not make the next ones suspend their requests: the
+ * first call to an origin, which opens the connection (and the server
+ * starts on it: a thread, a TLS session), took two to eight times as long
+ * as the next ones in the suite under load, and an average starting there
+ * took four calls to come down; a service on a loaded machine answers
+ * late now and then (a 4 ms one after 20 and 87 ms, between answers
+ * within 10). Two slow waits in a row do. */
+apr_interval_time_t mm_usual_time(const mm_usual_t *u)
+{
+    apr_interval_time_t least = u->last < u->avg ? u->last : u->avg;
+
+    return u->prev < least ? u->prev : least;
+}
+
+/* Apache::Socket keeps what it learns of a connection's reads in an Array
+ * of three Integers (µs: the fields of mm_usual_t), nil before the first. */
+static void usual_from(mrb_state *mrb, mrb_value v, mm_usual_t *u)
+{
+    memset(u, 0, sizeof *u);
+    if (mrb_array_p(v) && RARRAY_LEN(v) == 3) {
+        u->avg = (apr_interval_time_t)mrb_as_int(mrb, RARRAY_PTR(v)[0]);
+        u->last = (apr_interval_time_t)mrb_as_int(mrb, RARRAY_PTR(v)[1]);
+        u->prev = (apr_interval_time_t)mrb_as_int(mrb, RARRAY_PTR(v)[2]);
+    }
+}
+
+/* Apache::Async.__spin(usual): how long (ms) a read waits in place before
+ * the request suspends, for the reads usual says of (nil: none yet). */
 static mrb_value async_spin(mrb_state *mrb, mrb_value self)
 {
-    mrb_value usual = mrb_get_arg1(mrb);
-    apr_interval_time_t us = mrb_nil_p(usual) ? 0 : (apr_interval_time_t)(mrb_as_float(mrb, usual) * 1000.0);
+    mm_usual_t u;
 
-    return mrb_fixnum_value((mrb_int)((mm_async_spin(us) + 999) / 1000));
+    usual_from(mrb, mrb_get_arg1(mrb), &u);
+    return mrb_fixnum_value((mrb_int)((mm_async_spin(u.avg > 0 ? mm_usual_time(&u) : 0) + 999) / 1000));
+}
+
+/* Apache::Async.__clock: the monotonic clock (µs), where a wait begins. */
+static mrb_value async_clock(mrb_state *mrb, mrb_value self)
+{
+    return mrb_int_value(mrb, (mrb_int)mm_thread_now());
+}
+
+/* Apache::Async.__note(usual, began): usual (as __spin takes it) with a
+ * read that began at began (__clock) and has just ended. If the script's
+ * last sleep suspended the request and was ended by the socket being
+ * ready, the read ended then: how long the request then took to be
+ * resumed (a worker thread free, the VM's lock) is not the peer's time. */
+static mrb_value async_note(mrb_state *mrb, mrb_value self)
+{
+    mrb_value usual;
+    mrb_int began;
+    mm_usual_t u;
+    apr_time_t ready = mm_async_io_ready(mrb), end;
+    mrb_value out[3];
+
+    mrb_get_args(mrb, "oi", &usual, &began);
+    usual_from(mrb, usual, &u);
+    end = ready >= (apr_time_t)began ? ready : mm_thread_now();
+    mm_usual_note(&u, end - (apr_time_t)began);
+    out[0] = mrb_int_value(mrb, (mrb_int)u.avg);
+    out[1] = mrb_int_value(mrb, (mrb_int)u.last);
+    out[2] = mrb_int_value(mrb, (mrb_int)u.prev);
+    return mrb_ary_new_from_values(mrb, 3, out);
 }
 
 int mm_async_wait_io(mrb_state *mrb, int fd, int events)
@@ -128,4 +199,6 @@ void mm_async_init(mrb_state *mrb)
     mrb_define_module_function(mrb, async, "__suspendable?", async_suspendable, MRB_ARGS_NONE());
     mrb_define_module_function(mrb, async, "__watching?", async_watching, MRB_ARGS_NONE());
     mrb_define_module_function(mrb, async, "__spin", async_spin, MRB_ARGS_REQ(1));
+    mrb_define_module_function(mrb, async, "__clock", async_clock, MRB_ARGS_NONE());
+    mrb_define_module_function(mrb, async, "__note", async_note, MRB_ARGS_REQ(2));
 }

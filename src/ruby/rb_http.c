@@ -119,14 +119,12 @@ typedef struct {
     } * socks;
     int nsocks, capsocks;
     /* How long the calls to an origin usually take, start to end
-     * (usual_time), for the last origins called:
+     * (mm_usual_time), for the last origins called:
      * how long a suspendable script's calls are waited for before the
      * request is suspended (spin_limit). */
     struct http_usual {
         unsigned long origin;
-        apr_interval_time_t took; /* the average */
-        apr_interval_time_t last; /* the last call's time */
-        apr_interval_time_t prev; /* the one before's (the first's: its own) */
+        mm_usual_t times;
     } usual[HTTP_USUAL_ORIGINS];
     int usual_next; /* the entry the next new origin replaces */
     /* What result_of makes a Response with (found once) */
@@ -767,46 +765,26 @@ static struct http_usual *usual_of(http_vm_t *h, unsigned long origin)
     int i;
 
     for (i = 0; i < HTTP_USUAL_ORIGINS; i++) {
-        if (h->usual[i].origin == origin && h->usual[i].took > 0) {
+        if (h->usual[i].origin == origin && h->usual[i].times.avg > 0) {
             return &h->usual[i];
         }
     }
     return NULL;
 }
 
-/* A call to origin took took: into its average (a quarter of the way
- * from the last), or a new entry in place of the oldest. */
+/* A call to origin took took: into its times, or a new entry in place of
+ * the oldest. */
 static void note_time(http_vm_t *h, unsigned long origin, apr_interval_time_t took)
 {
     struct http_usual *u = usual_of(h, origin);
 
-    took = took > 0 ? took : 1; /* (and so is every average of such) */
-    if (u) {
-        u->took += (took - u->took) / 4;
-    } else {
+    if (u == NULL) {
         u = &h->usual[h->usual_next];
         h->usual_next = (h->usual_next + 1) % HTTP_USUAL_ORIGINS;
+        memset(u, 0, sizeof *u);
         u->origin = origin;
-        u->took = took;
-        u->last = took;
     }
-    u->prev = u->last;
-    u->last = took;
-}
-
-/* The usual time of u's origin: the least of its average and its last
- * two calls' times. One slow call does not make the next calls suspend
- * their requests: the first call to an origin, which opens the
- * connection (and the server starts on it: a thread, a TLS session), took
- * two to eight times as long as the next ones in the suite under load,
- * and an average starting there took four calls to come down; a service
- * on a loaded machine answers late now and then (a 4 ms one after 20 and
- * 87 ms, between answers within 10). Two slow calls in a row do. */
-static apr_interval_time_t usual_time(const struct http_usual *u)
-{
-    apr_interval_time_t least = u->last < u->took ? u->last : u->took;
-
-    return u->prev < least ? u->prev : least;
+    mm_usual_note(&u->times, took);
 }
 
 /* Takes curl's news of ended calls. The VM's multi handle may also hold
@@ -1243,7 +1221,7 @@ static apr_interval_time_t spin_limit(http_calls_t *calls)
         if (u == NULL) {
             return mm_async_spin(0);
         }
-        usual = usual_time(u);
+        usual = mm_usual_time(&u->times);
         most = usual > most ? usual : most;
     }
     return mm_async_spin(most);

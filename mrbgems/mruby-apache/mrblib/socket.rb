@@ -167,17 +167,16 @@ class Apache
     # than :again; by sleeping between tries where the request can be
     # suspended (until the socket is ready), else by letting the block wait.
     # Where it suspends, it first waits in place as Apache::HTTP's calls do
-    # (Apache::Async.__spin), for the usual time of this connection's reads
-    # (ms): the least of an average leaning to the latest (@usual) and the
-    # last two reads' times (@last, @prev), as for Apache::HTTP's calls.
+    # (Apache::Async.__spin), for the usual time of this connection's reads,
+    # by what Apache::Async.__note learnt of them (@usual), as for
+    # Apache::HTTP's calls to an origin.
     def __wait(deadline, what)
       suspend = Apache::Async.__suspendable?
-      spin = Apache::Async.__spin(@usual && [@usual, @last, @prev].min) if suspend
+      spin = Apache::Async.__spin(@usual) if suspend
       pause = 1
-      began = nil
+      began = Apache::Async.__clock if suspend
       while true
         now = Time.now.to_f * 1000
-        began ||= now
         left = (deadline - now).to_i
         if left <= 0
           # An answer may still come: nothing read later would be in step
@@ -187,12 +186,7 @@ class Apache
         end
         got = yield(suspend && left > spin ? spin : left) # before a suspension
         unless got == :again
-          if suspend && what == 'read'
-            took = Time.now.to_f * 1000 - began
-            @usual = @usual ? @usual + (took - @usual) / 4 : took
-            @prev = @last || took
-            @last = took
-          end
+          @usual = Apache::Async.__note(@usual, began) if suspend && what == 'read'
           return got
         end
         next unless suspend
