@@ -272,6 +272,26 @@ class SlowEcho(TCPServer):
         self.sock.close()
 
 
+def echo_kept(make_httpd, mpm, delays):
+    """Requests (one worker thread) whose script asks a SlowEcho peer, on a
+    pooled connection, to answer after each of delays (ms): whether each
+    response kept the client's connection."""
+    echo = SlowEcho()
+    try:
+        srv = make_httpd("socket-spin", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
+        srv.write("htdocs/echo.mrb", "ms = Apache::Request.new.args; s = Apache::Socket.tcp('127.0.0.1', %d); "
+                  "s.write(ms + \"\\n\"); Apache.rputs s.gets.chomp; s.keepalive" % echo.port)
+        srv.start()
+        kept = []
+        for ms in delays:
+            r = srv.get("/echo.mrb?%d" % ms)
+            assert (r.status, r.text) == (200, str(ms)), r.text
+            kept.append(r.headers.get("Connection", "").lower() != "close")
+        return kept
+    finally:
+        echo.close()
+
+
 def test_a_near_peer_is_waited_for_and_the_client_kept(make_httpd, mpm):
     """As for Apache::HTTP: where a read would suspend the request (event
     MPM), a pooled connection whose reads usually wait less than 10 ms
@@ -282,19 +302,8 @@ def test_a_near_peer_is_waited_for_and_the_client_kept(make_httpd, mpm):
     and every connection is kept. (The peer is a thread of the test's
     Python process: on the loaded machine its answers come late now and
     then; 4 ms leaves more room under the 10 ms of a near peer than 6.)"""
-    echo = SlowEcho()
-    try:
-        srv = make_httpd("socket-spin", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
-        srv.write("htdocs/echo.mrb", "ms = Apache::Request.new.args; s = Apache::Socket.tcp('127.0.0.1', %d); "
-                  "s.write(ms + \"\\n\"); Apache.rputs s.gets.chomp; s.keepalive" % echo.port)
-        srv.start()
-        kept = []
-        for ms in [4] * 8 + [100] * 3:
-            r = srv.get("/echo.mrb?%d" % ms)
-            assert (r.status, r.text) == (200, str(ms)), r.text
-            kept.append((ms, r.headers.get("Connection", "").lower() != "close"))
-    finally:
-        echo.close()
+    delays = [4] * 8 + [100] * 3
+    kept = list(zip(delays, echo_kept(make_httpd, mpm, delays)))
     near = [k for ms, k in kept[1:] if ms == 4]
     far = [k for ms, k in kept if ms == 100]
     if mpm == "event":
@@ -314,19 +323,7 @@ def test_a_slow_first_read_does_not_make_the_next_ones_suspend(make_httpd, mpm):
     least of its average and its last two reads' times), where an average
     starting at 60 ms would keep none of the eight. On prefork and worker
     the reads block, and every connection is kept."""
-    echo = SlowEcho()
-    try:
-        srv = make_httpd("socket-first", mpm, "AddHandler mruby-script .mrb\n", mpm_conf=SINGLE_WORKER[mpm])
-        srv.write("htdocs/echo.mrb", "ms = Apache::Request.new.args; s = Apache::Socket.tcp('127.0.0.1', %d); "
-                  "s.write(ms + \"\\n\"); Apache.rputs s.gets.chomp; s.keepalive" % echo.port)
-        srv.start()
-        kept = []
-        for ms in [60] + [4] * 7:
-            r = srv.get("/echo.mrb?%d" % ms)
-            assert (r.status, r.text) == (200, str(ms)), r.text
-            kept.append(r.headers.get("Connection", "").lower() != "close")
-    finally:
-        echo.close()
+    kept = echo_kept(make_httpd, mpm, [60] + [4] * 7)
     if mpm == "event":
         # the first two were suspended (none known; the usual 60 ms); (an
         # answer the loaded machine delays past the wait is suspended: most,
