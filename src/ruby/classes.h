@@ -36,7 +36,8 @@ typedef struct {
 } mm_usual_t;
 /* A wait took took (the first one: u all 0). */
 void mm_usual_note(mm_usual_t *u, apr_interval_time_t took);
-/* The usual time: the least of the average and the last two times. */
+/* The usual time: the least of the average and the last two times (0
+ * before the first). */
 apr_interval_time_t mm_usual_time(const mm_usual_t *u);
 void mm_timer_init(mrb_state *mrb);      /* rb_timer.c: Apache::Timer */
 void mm_input_init(mrb_state *mrb);      /* rb_input.c: the body: Request#body, Apache::Input */

@@ -139,7 +139,7 @@ static mrb_value async_spin(mrb_state *mrb, mrb_value self)
     mm_usual_t u;
 
     usual_from(mrb, mrb_get_arg1(mrb), &u);
-    return mrb_fixnum_value((mrb_int)((mm_async_spin(u.avg > 0 ? mm_usual_time(&u) : 0) + 999) / 1000));
+    return mrb_fixnum_value((mrb_int)((mm_async_spin(mm_usual_time(&u)) + 999) / 1000)); /* none yet: 0 */
 }
 
 /* Apache::Async.__clock: the monotonic clock (µs), where a wait begins. */
@@ -149,7 +149,8 @@ static mrb_value async_clock(mrb_state *mrb, mrb_value self)
 }
 
 /* Apache::Async.__note(usual, began): usual (as __spin takes it) with a
- * read that began at began (__clock) and has just ended. If the script's
+ * read that began at began (__clock) and has just ended: the same Array,
+ * updated (a new one the first time). If the script's
  * last sleep suspended the request and was ended by the socket being
  * ready, the read ended then: how long the request then took to be
  * resumed (a worker thread free, the VM's lock) is not the peer's time. */
@@ -159,16 +160,18 @@ static mrb_value async_note(mrb_state *mrb, mrb_value self)
     mrb_int began;
     mm_usual_t u;
     apr_time_t ready = mm_async_io_ready(mrb), end;
-    mrb_value out[3];
 
     mrb_get_args(mrb, "oi", &usual, &began);
     usual_from(mrb, usual, &u);
     end = ready >= (apr_time_t)began ? ready : mm_thread_now();
     mm_usual_note(&u, end - (apr_time_t)began);
-    out[0] = mrb_int_value(mrb, (mrb_int)u.avg);
-    out[1] = mrb_int_value(mrb, (mrb_int)u.last);
-    out[2] = mrb_int_value(mrb, (mrb_int)u.prev);
-    return mrb_ary_new_from_values(mrb, 3, out);
+    if (!mrb_array_p(usual) || RARRAY_LEN(usual) != 3) {
+        usual = mrb_ary_new_capa(mrb, 3);
+    }
+    mrb_ary_set(mrb, usual, 0, mrb_int_value(mrb, (mrb_int)u.avg));
+    mrb_ary_set(mrb, usual, 1, mrb_int_value(mrb, (mrb_int)u.last));
+    mrb_ary_set(mrb, usual, 2, mrb_int_value(mrb, (mrb_int)u.prev));
+    return usual;
 }
 
 int mm_async_wait_io(mrb_state *mrb, int fd, int events)
