@@ -126,6 +126,18 @@ void mm_mi_compact_class_tables(mrb_state *mrb)
 #endif
 }
 
+void mm_mi_share_class_tables(mrb_state *mrb, const void *(*share)(const void *slots, size_t bytes, void *ud),
+                              void *ud)
+{
+#ifdef MRB_HAVE_CLASS_TABLES_SHARE
+    mrb_class_tables_share(mrb, share, ud);
+#else
+    (void)mrb;
+    (void)share;
+    (void)ud;
+#endif
+}
+
 void mm_mi_gc_settings(mrb_state *mrb, mm_mi_gc_settings_t *settings)
 {
     settings->interval_ratio = mrb->gc.interval_ratio;

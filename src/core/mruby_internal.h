@@ -63,6 +63,13 @@ int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int l
  * they hold (patches/mruby/class-tables-compact.patch); nothing with a
  * libmruby that lacks that patch (Debian's). */
 void mm_mi_compact_class_tables(mrb_state *mrb);
+/* Shares the VM's method tables that hold the same bytes in every VM with
+ * the other VMs of the process: share(slots, bytes, ud) returns the
+ * process's copy of those bytes, or NULL to keep the VM's own. Once per VM,
+ * after mm_mi_compact_class_tables. Nothing with a libmruby without the
+ * patch. */
+void mm_mi_share_class_tables(mrb_state *mrb, const void *(*share)(const void *slots, size_t bytes, void *ud),
+                              void *ud);
 
 /* The settings a script may change: GC.interval_ratio=, GC.step_ratio=,
  * GC.generational_mode=. */

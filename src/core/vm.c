@@ -255,6 +255,63 @@ static void *limited_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
     return q;
 }
 
+/* The method tables that the VMs of a child share (mm_mi_share_class_tables):
+ * every VM's set-up defines the same methods in the same order, so that
+ * most of its classes' tables hold the same bytes in every VM (benchmarks.md,
+ * "Method tables shared between a child's VMs"). Each is kept once, for the
+ * child's life, found by its bytes; a VM that writes to one takes a copy
+ * first. Only where a child has threads: a prefork child's one VM would
+ * only move its tables here. */
+#define MM_SHARED_TABLES_MAX     (1024 * 1024) /* bytes a child keeps at most */
+#define MM_SHARED_TABLES_BUCKETS 256
+
+typedef struct shared_table {
+    struct shared_table *next;
+    size_t bytes;
+    apr_uint32_t hash;
+    /* the bytes follow */
+} shared_table_t;
+
+static shared_table_t *shared_tables[MM_SHARED_TABLES_BUCKETS]; /* child, under registry_lock */
+static size_t shared_tables_bytes;
+static int shared_tables_on; /* child: it has threads */
+
+static const void *share_table(const void *slots, size_t bytes, void *unused)
+{
+    const unsigned char *b = slots;
+    apr_uint32_t hash = 2166136261u;
+    shared_table_t *t;
+    const void *found = NULL;
+    size_t i;
+
+    (void)unused;
+    if (!shared_tables_on || registry_lock == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < bytes; i++) {
+        hash = (hash ^ b[i]) * 16777619u;
+    }
+    apr_thread_mutex_lock(registry_lock);
+    for (t = shared_tables[hash % MM_SHARED_TABLES_BUCKETS]; t; t = t->next) {
+        if (t->hash == hash && t->bytes == bytes && memcmp(t + 1, slots, bytes) == 0) {
+            found = t + 1;
+            break;
+        }
+    }
+    if (found == NULL && shared_tables_bytes + bytes <= MM_SHARED_TABLES_MAX &&
+        (t = malloc(sizeof *t + bytes)) != NULL) {
+        t->bytes = bytes;
+        t->hash = hash;
+        memcpy(t + 1, slots, bytes);
+        t->next = shared_tables[hash % MM_SHARED_TABLES_BUCKETS];
+        shared_tables[hash % MM_SHARED_TABLES_BUCKETS] = t;
+        shared_tables_bytes += bytes;
+        found = t + 1;
+    }
+    apr_thread_mutex_unlock(registry_lock);
+    return found;
+}
+
 static void full_gc(mm_vm_t *vm)
 {
     vm->big_bytes = 0;
@@ -430,12 +487,19 @@ mm_vm_t *mm_vm_create(server_rec *s)
      * went from 696 to 457 KiB with it, and its instructions per request
      * did not grow (benchmarks.md, "A collected heap at the start"). */
     mrb_full_gc(mrb);
-    mrb_full_gc(mrb);
     /* Its classes are all defined: their tables give back the slots they
      * grew by and do not use, each in one block with its header, about
      * 23 KB (benchmarks.md, "Class tables shrunk to what they hold").
      * Scripts that define methods or constants later grow them again. */
     mm_mi_compact_class_tables(mrb);
+    /* Then the tables that hold the same bytes in every VM are shared with
+     * the child's other VMs (share_table). The Procs that the set-up made
+     * of its methods (those it called, aliases, attr_reader's) are made
+     * lazy again first, and left to these two collections, the second of
+     * which frees the pages they emptied. */
+    mm_mi_share_class_tables(mrb, share_table, NULL);
+    mrb_full_gc(mrb);
+    mrb_full_gc(mrb);
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, MM_LOGNO(00012) "created an mruby VM for pid %" APR_PID_T_FMT,
                  getpid());
     return vm;
@@ -599,6 +663,10 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     if (ap_mpm_query(AP_MPMQ_IS_ASYNC, &mm_vm_async) != APR_SUCCESS) {
         mm_vm_async = 0;
     }
+    if (ap_mpm_query(AP_MPMQ_IS_THREADED, &shared_tables_on) != APR_SUCCESS) {
+        shared_tables_on = AP_MPMQ_NOT_SUPPORTED;
+    }
+    shared_tables_on = shared_tables_on != AP_MPMQ_NOT_SUPPORTED;
     rv = apr_thread_mutex_create(&registry_lock, APR_THREAD_MUTEX_DEFAULT, pchild);
     if (rv == APR_SUCCESS) {
         rv = apr_threadkey_private_create(&vm_key, vm_thread_exit, pchild);
