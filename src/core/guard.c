@@ -31,8 +31,9 @@
 #include "guard.h"
 #include "mruby_internal.h"
 
-/* The wrapped method's environment: [0] mruby's own C function, then the
- * values the check needs. */
+/* The wrapped method's environment, for the checks that need values of
+ * their VM (Class#new and #allocate): [0] mruby's own C function, then
+ * those values. */
 enum { ENV_ORIGINAL, ENV_METHOD, ENV_UNBOUND, ENV_SIZE };
 
 static mrb_func_t original(mrb_state *mrb)
@@ -40,32 +41,58 @@ static mrb_func_t original(mrb_state *mrb)
     return (mrb_func_t)mrb_cptr(mrb_cfunc_env_get(mrb, ENV_ORIGINAL));
 }
 
-mrb_func_t mm_guard_original(mrb_state *mrb)
+/* mruby's own C function of a method, or NULL when c has no such C method
+ * (a gem this libmruby was built without). */
+static mrb_func_t c_function(mrb_state *mrb, struct RClass *c, const char *name)
 {
-    return original(mrb);
+    struct RClass *owner = c;
+    mrb_method_t m;
+
+    if (c == NULL) {
+        return NULL;
+    }
+    m = mrb_method_search_vm(mrb, &owner, mrb_intern_cstr(mrb, name));
+    return MRB_METHOD_UNDEF_P(m) || !MRB_METHOD_CFUNC_P(m) ? NULL : MRB_METHOD_CFUNC(m);
 }
 
-/* Replaces c#name by fn, which calls the C function of c#from (usually
- * the same method: the original, found with original()) once its check
- * passed. Nothing when c has no such C method (a gem this libmruby was
- * built without). */
+/* The other checks are plain C methods, which keep mruby's function in a
+ * variable of the process: it is the same in every VM (one libmruby), and
+ * a class whose methods are all C functions or Ruby holds the same bytes
+ * in every VM, so that a child's VMs share its method table (vm.c). Each
+ * VM's set-up stores the same value; an atomic store and load make that
+ * no data race. */
+void mm_guard_wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, mrb_func_t *original_of)
+{
+    mrb_func_t own = c_function(mrb, c, name);
+
+    if (own == NULL) {
+        return;
+    }
+    __atomic_store_n(original_of, own, __ATOMIC_RELAXED);
+    mrb_define_method(mrb, c, name, fn, MRB_ARGS_ANY());
+}
+
+mrb_func_t mm_guard_original(mrb_func_t *original_of)
+{
+    return __atomic_load_n(original_of, __ATOMIC_RELAXED);
+}
+
+/* Replaces c#name by fn, which calls the C function of c#from (the
+ * original, found with original()) once its check passed, with the values
+ * more in its environment. Nothing when c has no such C method. */
 static void wrap_from(mrb_state *mrb, struct RClass *c, const char *name, const char *from, mrb_func_t fn,
                       const mrb_value *more, mrb_int nmore)
 {
-    struct RClass *owner = c;
     mrb_sym sym = mrb_intern_cstr(mrb, name);
+    mrb_func_t own = c_function(mrb, c, from);
     mrb_method_t m;
     mrb_value env[ENV_SIZE];
     mrb_int i;
 
-    if (c == NULL) {
+    if (own == NULL) {
         return;
     }
-    m = mrb_method_search_vm(mrb, &owner, mrb_intern_cstr(mrb, from));
-    if (MRB_METHOD_UNDEF_P(m) || !MRB_METHOD_CFUNC_P(m)) {
-        return;
-    }
-    env[ENV_ORIGINAL] = mrb_cptr_value(mrb, (void *)MRB_METHOD_CFUNC(m));
+    env[ENV_ORIGINAL] = mrb_cptr_value(mrb, (void *)own);
     for (i = 0; i < nmore && i + 1 < ENV_SIZE; i++) {
         env[i + 1] = more[i];
     }
@@ -79,10 +106,10 @@ static void wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t 
     wrap_from(mrb, c, name, name, fn, more, nmore);
 }
 
-void mm_guard_wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn)
-{
-    wrap(mrb, c, name, fn, NULL, 0);
-}
+/* mruby's functions of the methods the plain checks replace */
+static mrb_func_t own_dup, own_clone, own_array_times, own_float_lshift, own_float_rshift, own_io_readchar,
+    own_io_bufread, own_addrinfo_unix_path;
+#define OWN(name) mm_guard_original(&own_##name)
 
 static struct RClass *class_or_null(mrb_state *mrb, const char *name)
 {
@@ -163,10 +190,8 @@ static mrb_value new_instance(mrb_state *mrb, mrb_value klass)
  * String's or a Proc's contents to #initialize_copy, which a script may
  * have redefined: the copy of a Proc gets its original's code, a String
  * at least an empty buffer. */
-static mrb_value copy(mrb_state *mrb, mrb_value self)
+static mrb_value copied(mrb_state *mrb, mrb_value self, mrb_value obj)
 {
-    mrb_value obj = original(mrb)(mrb, self);
-
     give_buffer(obj);
     if (mrb_type(obj) == MRB_TT_PROC && mrb_type(self) == MRB_TT_PROC) {
         struct RProc *p = mrb_proc_ptr(obj);
@@ -176,6 +201,16 @@ static mrb_value copy(mrb_state *mrb, mrb_value self)
         }
     }
     return obj;
+}
+
+static mrb_value copy_dup(mrb_state *mrb, mrb_value self)
+{
+    return copied(mrb, self, OWN(dup)(mrb, self));
+}
+
+static mrb_value copy_clone(mrb_state *mrb, mrb_value self)
+{
+    return copied(mrb, self, OWN(clone)(mrb, self));
 }
 
 /* ------------------------------------------------ arguments */
@@ -189,7 +224,7 @@ static mrb_value array_times(mrb_state *mrb, mrb_value self)
     if (RARRAY_LEN(self) == 0 && mrb_integer_p(arg) && mrb_integer(arg) > 0) {
         return mrb_ary_new(mrb);
     }
-    return original(mrb)(mrb, self);
+    return OWN(array_times)(mrb, self);
 }
 
 /* Float#<< and #>> double the value once per bit of a left shift, in a C
@@ -198,12 +233,12 @@ static mrb_value array_times(mrb_state *mrb, mrb_value self)
  * what mruby's loop ends with (0 as the Integer 0, as mruby answers). */
 #define MM_FLOAT_SHIFT_MAX 2100
 
-static mrb_value float_shifted(mrb_state *mrb, mrb_value self, mrb_int left)
+static mrb_value float_shifted(mrb_state *mrb, mrb_value self, mrb_int left, mrb_func_t own)
 {
     mrb_float v;
 
     if (left <= MM_FLOAT_SHIFT_MAX) {
-        return original(mrb)(mrb, self);
+        return own(mrb, self);
     }
     v = ldexp(mrb_float(self), MM_FLOAT_SHIFT_MAX);
     return v == 0 ? mrb_int_value(mrb, 0) : mrb_float_value(mrb, v);
@@ -213,8 +248,9 @@ static mrb_value float_lshift(mrb_state *mrb, mrb_value self)
 {
     mrb_value width = mrb_get_arg1(mrb);
 
-    return mrb_integer_p(width) && mrb_float_p(self) ? float_shifted(mrb, self, mrb_integer(width))
-                                                     : original(mrb)(mrb, self);
+    return mrb_integer_p(width) && mrb_float_p(self)
+               ? float_shifted(mrb, self, mrb_integer(width), OWN(float_lshift))
+               : OWN(float_lshift)(mrb, self);
 }
 
 static mrb_value float_rshift(mrb_state *mrb, mrb_value self)
@@ -223,8 +259,8 @@ static mrb_value float_rshift(mrb_state *mrb, mrb_value self)
 
     /* mruby's own takes MRB_INT_MIN as a right shift */
     return mrb_integer_p(width) && mrb_integer(width) != MRB_INT_MIN && mrb_float_p(self)
-               ? float_shifted(mrb, self, -mrb_integer(width))
-               : original(mrb)(mrb, self);
+               ? float_shifted(mrb, self, -mrb_integer(width), OWN(float_rshift))
+               : OWN(float_rshift)(mrb, self);
 }
 
 /* IO#_readchar(buf): takes the first character off buf, which must hold
@@ -236,7 +272,7 @@ static mrb_value io_readchar(mrb_state *mrb, mrb_value self)
     if (!mrb_string_p(buf) || RSTRING_LEN(buf) == 0) {
         mrb_raise(mrb, E_ARGUMENT_ERROR, "IO#_readchar needs a buffer that is not empty");
     }
-    return original(mrb)(mrb, self);
+    return OWN(io_readchar)(mrb, self);
 }
 
 /* IO._bufread(buf, len): takes len bytes off buf, which must hold them. */
@@ -249,7 +285,7 @@ static mrb_value io_bufread(mrb_state *mrb, mrb_value self)
     if (len < 0 || len > RSTRING_LEN(buf)) {
         mrb_raise(mrb, E_ARGUMENT_ERROR, "IO._bufread: length outside the buffer");
     }
-    return original(mrb)(mrb, self);
+    return OWN(io_bufread)(mrb, self);
 }
 
 /* Addrinfo#unix_path reads @sockaddr as a String, and a script may set it
@@ -259,7 +295,7 @@ static mrb_value addrinfo_unix_path(mrb_state *mrb, mrb_value self)
     if (!mrb_string_p(mrb_iv_get(mrb, self, mrb_intern_lit(mrb, "@sockaddr")))) {
         mrb_raise(mrb, E_TYPE_ERROR, "Addrinfo without a sockaddr String");
     }
-    return original(mrb)(mrb, self);
+    return OWN(addrinfo_unix_path)(mrb, self);
 }
 
 void mm_guard_init(mrb_state *mrb)
@@ -274,15 +310,16 @@ void mm_guard_init(mrb_state *mrb)
     /* new first: it keeps mruby's allocate, which the next line replaces */
     wrap_from(mrb, mrb->class_class, "new", "allocate", new_instance, classes, 2);
     wrap(mrb, mrb->class_class, "allocate", allocate, classes, 2);
-    wrap(mrb, mrb->kernel_module, "dup", copy, NULL, 0);
-    wrap(mrb, mrb->kernel_module, "clone", copy, NULL, 0);
-    wrap(mrb, mrb->array_class, "*", array_times, NULL, 0);
-    wrap(mrb, mrb->float_class, "<<", float_lshift, NULL, 0);
-    wrap(mrb, mrb->float_class, ">>", float_rshift, NULL, 0);
+    mm_guard_wrap(mrb, mrb->kernel_module, "dup", copy_dup, &own_dup);
+    mm_guard_wrap(mrb, mrb->kernel_module, "clone", copy_clone, &own_clone);
+    mm_guard_wrap(mrb, mrb->array_class, "*", array_times, &own_array_times);
+    mm_guard_wrap(mrb, mrb->float_class, "<<", float_lshift, &own_float_lshift);
+    mm_guard_wrap(mrb, mrb->float_class, ">>", float_rshift, &own_float_rshift);
     if (io) {
-        wrap(mrb, io, "_readchar", io_readchar, NULL, 0);
-        wrap(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(io))), "_bufread", io_bufread, NULL,
-             0);
+        mm_guard_wrap(mrb, io, "_readchar", io_readchar, &own_io_readchar);
+        mm_guard_wrap(mrb, mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(io))), "_bufread", io_bufread,
+                      &own_io_bufread);
     }
-    wrap(mrb, class_or_null(mrb, "Addrinfo"), "unix_path", addrinfo_unix_path, NULL, 0);
+    mm_guard_wrap(mrb, class_or_null(mrb, "Addrinfo"), "unix_path", addrinfo_unix_path,
+                  &own_addrinfo_unix_path);
 }

@@ -385,15 +385,33 @@ static mrb_int fd_argument(mrb_state *mrb)
     return mrb_get_argc(mrb) > 0 && mrb_integer_p(argv[0]) ? mrb_integer(argv[0]) : 0;
 }
 
-static mrb_value io_initialize(mrb_state *mrb, mrb_value self)
+/* mruby's functions of the methods wrapped (guard.h) */
+static mrb_func_t own_io_initialize, own_io_for_fd, own_io_popen, own_io_pipe;
+
+static mrb_value io_made(mrb_state *mrb, mrb_value self, mrb_func_t *own)
 {
     mrb_int fd = fd_argument(mrb);
     mrb_value io;
 
     mm_vm_before_io(mrb);
-    io = mm_guard_original(mrb)(mrb, self);
+    io = mm_guard_original(own)(mrb, self);
     mm_vm_after_io(mrb, 1, fd);
     return io;
+}
+
+static mrb_value io_initialize(mrb_state *mrb, mrb_value self)
+{
+    return io_made(mrb, self, &own_io_initialize);
+}
+
+static mrb_value io_for_fd(mrb_state *mrb, mrb_value self)
+{
+    return io_made(mrb, self, &own_io_for_fd);
+}
+
+static mrb_value io_popen(mrb_state *mrb, mrb_value self)
+{
+    return io_made(mrb, self, &own_io_popen);
 }
 
 static mrb_value io_pipe(mrb_state *mrb, mrb_value self)
@@ -401,7 +419,7 @@ static mrb_value io_pipe(mrb_state *mrb, mrb_value self)
     mrb_value pair;
 
     mm_vm_before_io(mrb);
-    pair = mm_guard_original(mrb)(mrb, self);
+    pair = mm_guard_original(&own_io_pipe)(mrb, self);
     mm_vm_after_io(mrb, 2, 0);
     return pair;
 }
@@ -415,10 +433,10 @@ static void count_io_objects(mrb_state *mrb)
         return;
     }
     meta = mrb_class_ptr(mrb_singleton_class(mrb, mrb_obj_value(io)));
-    mm_guard_wrap(mrb, io, "initialize", io_initialize);
-    mm_guard_wrap(mrb, meta, "for_fd", io_initialize);
-    mm_guard_wrap(mrb, meta, "popen", io_initialize);
-    mm_guard_wrap(mrb, meta, "pipe", io_pipe);
+    mm_guard_wrap(mrb, io, "initialize", io_initialize, &own_io_initialize);
+    mm_guard_wrap(mrb, meta, "for_fd", io_for_fd, &own_io_for_fd);
+    mm_guard_wrap(mrb, meta, "popen", io_popen, &own_io_popen);
+    mm_guard_wrap(mrb, meta, "pipe", io_pipe, &own_io_pipe);
 }
 
 mrb_value mm_vm_data_string(mrb_state *mrb, mrb_int len)
