@@ -154,6 +154,18 @@ SINGLE_WORKER = {
 }
 
 
+# One child with four threads, so that requests at once meet in it (prefork
+# has one request per process: there two children stand in for the two
+# threads).
+ONE_CHILD = {
+    "prefork": dict(StartServers=2, MinSpareServers=2, MaxSpareServers=2, ServerLimit=2, MaxRequestWorkers=2),
+    "worker": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
+                   MaxRequestWorkers=4),
+    "event": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
+                  MaxRequestWorkers=4),
+}
+
+
 def well_inside_window(period, margin):
     """Scripts that count per minute (hour, day) of the clock: when fewer
     than margin seconds of the current period are left, waits for the next

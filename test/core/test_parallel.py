@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from httpd import MPMS, VALGRIND, Httpd
+from httpd import MPMS, ONE_CHILD, VALGRIND, Httpd
 
 BODY = r"""
 <Location /meet>
@@ -20,17 +20,6 @@ BODY = r"""
     mrubyHandlerCode "me, other = Apache::Request.new.args.split(','); dir = '{root}/meet/'; File.open(dir + me, 'w') { |f| f.write 'here' }; deadline = Time.now + 30; nil until File.exist?(dir + other) || Time.now > deadline; pid = File.open('/proc/self/stat') { |f| f.read }.split(' ')[0]; Apache.rputs [File.exist?(dir + other) ? 'met' : 'alone', pid].join(' ')"
 </Location>
 """
-
-# One child with four threads (prefork has one request per process: there
-# two children stand in for the two threads).
-ONE_CHILD = {
-    "prefork": dict(StartServers=2, MinSpareServers=2, MaxSpareServers=2, ServerLimit=2, MaxRequestWorkers=2),
-    "worker": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
-                   MaxRequestWorkers=4),
-    "event": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
-                  MaxRequestWorkers=4),
-}
-
 
 @pytest.mark.skipif(VALGRIND, reason="apache2 -X serves one request at a time")
 @pytest.mark.parametrize("mpm", MPMS)

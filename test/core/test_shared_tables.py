@@ -16,7 +16,7 @@ import concurrent.futures
 import os
 import uuid
 
-from httpd import module_httpd
+from httpd import ONE_CHILD, module_httpd
 
 SCRIPT = r'''
 me, other, mutate = Apache::Request.new.args.split(',')
@@ -69,15 +69,6 @@ checks = {
 }
 Apache.rputs "#{checks.size} #{checks.reject { |_, ok| ok }.keys.inspect}"
 '''
-
-# One child with four threads (prefork: two children, one VM each).
-ONE_CHILD = {
-    "prefork": dict(StartServers=2, MinSpareServers=2, MaxSpareServers=2, ServerLimit=2, MaxRequestWorkers=2),
-    "worker": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
-                   MaxRequestWorkers=4),
-    "event": dict(StartServers=1, ServerLimit=1, ThreadsPerChild=4, MinSpareThreads=4, MaxSpareThreads=4,
-                  MaxRequestWorkers=4),
-}
 
 server = module_httpd("shared_tables", r"""
 <Location /shared>
