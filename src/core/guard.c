@@ -77,33 +77,25 @@ mrb_func_t mm_guard_original(mrb_func_t *original_of)
     return __atomic_load_n(original_of, __ATOMIC_RELAXED);
 }
 
-/* Replaces c#name by fn, which calls the C function of c#from (the
- * original, found with original()) once its check passed, with the values
- * more in its environment. Nothing when c has no such C method. */
-static void wrap_from(mrb_state *mrb, struct RClass *c, const char *name, const char *from, mrb_func_t fn,
-                      const mrb_value *more, mrb_int nmore)
+/* Replaces Class#name by fn, which calls the C function of Class#from
+ * (the original, found with original()) once its check passed; the
+ * environment also keeps the VM's Method and UnboundMethod classes
+ * (classes[0] and [1], nil without mruby-method). */
+static void wrap_class_method(mrb_state *mrb, const char *name, const char *from, mrb_func_t fn,
+                              const mrb_value classes[2])
 {
-    mrb_sym sym = mrb_intern_cstr(mrb, name);
-    mrb_func_t own = c_function(mrb, c, from);
+    mrb_func_t own = c_function(mrb, mrb->class_class, from);
     mrb_method_t m;
     mrb_value env[ENV_SIZE];
-    mrb_int i;
 
     if (own == NULL) {
         return;
     }
     env[ENV_ORIGINAL] = mrb_cptr_value(mrb, (void *)own);
-    for (i = 0; i < nmore && i + 1 < ENV_SIZE; i++) {
-        env[i + 1] = more[i];
-    }
-    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, fn, 1 + i, env));
-    mrb_define_method_raw(mrb, c, sym, m);
-}
-
-static void wrap(mrb_state *mrb, struct RClass *c, const char *name, mrb_func_t fn, const mrb_value *more,
-                 mrb_int nmore)
-{
-    wrap_from(mrb, c, name, name, fn, more, nmore);
+    env[ENV_METHOD] = classes[0];
+    env[ENV_UNBOUND] = classes[1];
+    MRB_METHOD_FROM_PROC(m, mrb_proc_new_cfunc_with_env(mrb, fn, ENV_SIZE, env));
+    mrb_define_method_raw(mrb, mrb->class_class, mrb_intern_cstr(mrb, name), m);
 }
 
 /* mruby's functions of the methods the plain checks replace */
@@ -308,8 +300,8 @@ void mm_guard_init(mrb_state *mrb)
     classes[0] = method ? mrb_obj_value(method) : mrb_nil_value();
     classes[1] = unbound ? mrb_obj_value(unbound) : mrb_nil_value();
     /* new first: it keeps mruby's allocate, which the next line replaces */
-    wrap_from(mrb, mrb->class_class, "new", "allocate", new_instance, classes, 2);
-    wrap(mrb, mrb->class_class, "allocate", allocate, classes, 2);
+    wrap_class_method(mrb, "new", "allocate", new_instance, classes);
+    wrap_class_method(mrb, "allocate", "allocate", allocate, classes);
     mm_guard_wrap(mrb, mrb->kernel_module, "dup", copy_dup, &own_dup);
     mm_guard_wrap(mrb, mrb->kernel_module, "clone", copy_clone, &own_clone);
     mm_guard_wrap(mrb, mrb->array_class, "*", array_times, &own_array_times);
