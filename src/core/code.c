@@ -683,8 +683,9 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, con
                                apr_pool_t *p, const char **err)
 {
     mm_stamp_t now, got;
-    mm_loaded_t *l = apr_hash_get(vm->files, path, APR_HASH_KEY_STRING);
+    mm_loaded_t *l = vm->files ? apr_hash_get(vm->files, path, APR_HASH_KEY_STRING) : NULL;
     struct RProc *proc = NULL;
+    apr_pool_t *pool;
 
     stamp_of(&now, finfo);
     if (l && stamp_eq(&l->stamp, &now)) {
@@ -703,8 +704,15 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, con
         return NULL;
     }
     if (l == NULL) {
-        l = apr_pcalloc(vm->pool, sizeof *l);
-        apr_hash_set(vm->files, apr_pstrdup(vm->pool, path), APR_HASH_KEY_STRING, l);
+        if ((pool = mm_vm_pool(vm)) == NULL) {
+            *err = "out of memory";
+            return NULL;
+        }
+        if (vm->files == NULL) {
+            vm->files = apr_hash_make(pool);
+        }
+        l = apr_pcalloc(pool, sizeof *l);
+        apr_hash_set(vm->files, apr_pstrdup(pool, path), APR_HASH_KEY_STRING, l);
     }
     keep_loaded(vm, l, proc);
     l->stamp = got;

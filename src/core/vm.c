@@ -198,6 +198,33 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
  * system. */
 #define MM_VM_POOL_KEEP (512 * 1024)
 
+apr_pool_t *mm_vm_pool(mm_vm_t *vm)
+{
+    if (vm->pool == NULL && apr_pool_create_unmanaged_ex(&vm->pool, NULL, NULL) == APR_SUCCESS) {
+        apr_pool_tag(vm->pool, "mod_mruby_vm");
+        /* Scratch pools of the VM's operations (Apache::Cache reads reserve
+         * the cache's max-value, up to 64 MB) give their memory back to
+         * this allocator, which keeps only so much of it for the next
+         * ones. */
+        apr_allocator_max_free_set(apr_pool_allocator_get(vm->pool), MM_VM_POOL_KEEP);
+    }
+    return vm->pool;
+}
+
+/* What mm_vm_create made, in the reverse order: the pool last, whose
+ * cleanups (a Regexp's match data, Apache::HTTP's handle) outlive mrb. */
+static void vm_free(mm_vm_t *vm)
+{
+    if (vm->mrb) {
+        mrb_close(vm->mrb);
+    }
+    if (vm->pool) {
+        apr_pool_destroy(vm->pool);
+    }
+    free(vm->loaded);
+    free(vm);
+}
+
 /* mruby's collector counts objects, not bytes: a script that makes a few
  * big Strings a request leaves megabytes of garbage for each object the
  * collector sees, and a VM grew to hundreds of MB before a collection.
@@ -453,7 +480,11 @@ mm_vm_t *mm_vm_create(server_rec *s)
     mrb_value exc;
     int ai;
 
-    if (vm == NULL || apr_pool_create_unmanaged_ex(&vm->pool, NULL, NULL) != APR_SUCCESS) {
+    if (vm != NULL) {
+        vm->nloaded = mm_code_script_count();
+        vm->loaded = calloc(vm->nloaded + 1, sizeof(mm_loaded_t));
+    }
+    if (vm == NULL || vm->loaded == NULL) {
         free(vm);
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                      MM_LOGNO(00011) "cannot create an mruby VM: out of memory");
@@ -463,27 +494,16 @@ mm_vm_t *mm_vm_create(server_rec *s)
     vm->mem_limit = mm_settings.memory_limit;
     mrb = mrb_open_allocf(vm->mem_limit ? limited_allocf : counting_allocf, vm);
     if (mrb == NULL) {
-        apr_pool_destroy(vm->pool);
-        free(vm);
+        vm_free(vm);
         ap_log_error(
             APLOG_MARK, APLOG_CRIT, 0, s,
             MM_LOGNO(00010) "cannot create an mruby VM: out of memory (is mrubyMemoryLimit too low?)");
         return NULL;
     }
-
-    apr_pool_tag(vm->pool, "mod_mruby_vm");
-    /* Scratch pools of the VM's operations (Apache::Cache reads reserve the
-     * cache's max-value, up to 64 MB) give their memory back to this
-     * allocator, which keeps only so much of it for the next ones. */
-    apr_allocator_max_free_set(apr_pool_allocator_get(vm->pool), MM_VM_POOL_KEEP);
     vm->mrb = mrb;
-    vm->nloaded = mm_code_script_count();
-    vm->loaded = apr_pcalloc(vm->pool, sizeof(mm_loaded_t) * (vm->nloaded + 1));
-    vm->files = apr_hash_make(vm->pool);
-    if (mm_vm_async && apr_thread_mutex_create(&vm->lock, APR_THREAD_MUTEX_NESTED, vm->pool) != APR_SUCCESS) {
-        mrb_close(mrb);
-        apr_pool_destroy(vm->pool);
-        free(vm);
+    if (mm_vm_async && (mm_vm_pool(vm) == NULL || apr_thread_mutex_create(&vm->lock, APR_THREAD_MUTEX_NESTED,
+                                                                          vm->pool) != APR_SUCCESS)) {
+        vm_free(vm);
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, MM_LOGNO(00015) "cannot create an mruby VM's lock");
         return NULL;
     }
@@ -530,9 +550,7 @@ void mm_vm_close(mm_vm_t *vm)
         registry_remove(vm);
         apr_thread_mutex_unlock(registry_lock);
     }
-    mrb_close(vm->mrb);
-    apr_pool_destroy(vm->pool);
-    free(vm);
+    vm_free(vm);
 }
 
 void mm_vm_ran(mm_vm_t *vm, server_rec *s)
@@ -657,9 +675,7 @@ static apr_status_t child_exit(void *unused)
         next = vm->next;
         if (vm->run == NULL && vm->suspended == 0) {
             registry_remove(vm);
-            mrb_close(vm->mrb);
-            apr_pool_destroy(vm->pool);
-            free(vm);
+            vm_free(vm);
         }
     }
     apr_thread_mutex_unlock(registry_lock);

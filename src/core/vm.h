@@ -39,10 +39,10 @@ typedef enum {
  * find the current run. */
 struct mm_vm {
     mrb_state *mrb;
-    apr_pool_t *pool;         /* this VM's own pool (private allocator): loaded scripts */
+    apr_pool_t *pool;         /* this VM's own pool (private allocator), made when first needed: mm_vm_pool */
     struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
     int nloaded;
-    apr_hash_t *files;            /* path -> mm_loaded_t of file scripts */
+    apr_hash_t *files;            /* path -> mm_loaded_t of file scripts (in pool; NULL before the first) */
     struct mm_run *run;           /* innermost run in progress, NULL between runs */
     uintptr_t serial;             /* counts runs; wrapper objects remember theirs */
     struct RClass *fiber_class;   /* Fiber: what scripts that may sleep run in */
@@ -162,6 +162,11 @@ mm_vm_t *mm_vm_enter(mm_vm_t *vm);
 /* Gives the thread its own VM back; closes vm when it was orphaned and no
  * script of it sleeps any more. */
 void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous);
+
+/* The VM's own pool (a private allocator, which keeps at most 512 KB
+ * free), made at its first use: a VM that never asks for it does without
+ * its 8 KB. NULL when it cannot be made (out of memory). */
+apr_pool_t *mm_vm_pool(mm_vm_t *vm);
 
 static inline mm_vm_t *mm_vm_of(mrb_state *mrb)
 {
