@@ -28,10 +28,15 @@ MRuby::Build.new do |conf|
   # lowest bits, and two equal Integers of 2**62 or more, made apart, are
   # not == (docs/building.md).
   conf.cc.defines << 'MRB_NO_BOXING'
-  # The object heap grows by pages of 256 slots, not 1,024: a VM's start
+  # The object heap grows by pages of 128 slots, not 1,024: a VM's start
   # fills a little more than one page of 1,024, and the second stayed
-  # almost empty (docs/benchmarks.md: 24 KiB less per hello-world VM).
-  conf.cc.defines << 'MRB_HEAP_PAGE_SIZE=256'
+  # almost empty (docs/benchmarks.md: 24 KiB less per hello-world VM with
+  # pages of 256, 7 KiB less again with 128).
+  conf.cc.defines << 'MRB_HEAP_PAGE_SIZE=128'
+  # Each VM's method cache has 128 entries, not 256 (4 KiB instead of 8 in
+  # every mrb_state): the realistic handler runs the same instructions per
+  # request; with 64 it ran 0.2 % more (docs/benchmarks.md).
+  conf.cc.defines << 'MRB_METHOD_CACHE_SIZE=128'
 
   # mruby calls a hook before every instruction: mrubyTimeout uses it to stop
   # scripts that run too long. (Debian's libmruby has no such hook.)
