@@ -599,6 +599,7 @@ lines = module_httpd("lines", LINES, mpm_conf=SINGLE_WORKER)
 
 
 @measures_memory
+@pytest.mark.skipif(not HOOKED, reason="needs our libmruby (patches/mruby/gc-whole-major.patch)")
 def test_garbage_does_not_outlive_a_major_collection(lines):
     # mruby ran its major collection step by step while the requests went
     # on, and every object made meanwhile survived it, old: the garbage of
