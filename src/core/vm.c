@@ -211,6 +211,16 @@ apr_pool_t *mm_vm_pool(mm_vm_t *vm)
     return vm->pool;
 }
 
+apr_pool_t *mm_vm_pool_or_raise(mrb_state *mrb, const char *what)
+{
+    apr_pool_t *pool = mm_vm_pool(mm_vm_of(mrb));
+
+    if (pool == NULL) {
+        mrb_raisef(mrb, E_RUNTIME_ERROR, "%s: out of memory", what);
+    }
+    return pool;
+}
+
 /* What mm_vm_create made, in the reverse order: the pool last, whose
  * cleanups (a Regexp's match data, Apache::HTTP's handle) outlive mrb. */
 static void vm_free(mm_vm_t *vm)

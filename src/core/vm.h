@@ -167,6 +167,9 @@ void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous);
  * free), made at its first use: a VM that never asks for it does without
  * its 8 KB. NULL when it cannot be made (out of memory). */
 apr_pool_t *mm_vm_pool(mm_vm_t *vm);
+/* The same for a C method: raises RuntimeError "WHAT: out of memory"
+ * instead of returning NULL. */
+apr_pool_t *mm_vm_pool_or_raise(mrb_state *mrb, const char *what);
 
 static inline mm_vm_t *mm_vm_of(mrb_state *mrb)
 {

@@ -125,12 +125,10 @@ typedef struct {
 
 static void op_begin(mrb_state *mrb, mrb_value self, const char *what, mm_op_t *op)
 {
-    apr_pool_t *vm_pool;
-
     op->c = cache_of(mrb, self);
     op->s = mm_binding_run(mrb, "Apache::Cache")->s;
     op->what = what;
-    if ((vm_pool = mm_vm_pool(mm_vm_of(mrb))) == NULL || apr_pool_create(&op->p, vm_pool) != APR_SUCCESS) {
+    if (apr_pool_create(&op->p, mm_vm_pool_or_raise(mrb, "Apache::Cache")) != APR_SUCCESS) {
         mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::Cache: out of memory");
     }
 }

@@ -384,10 +384,7 @@ static http_vm_t *vm_http(mrb_state *mrb)
     void *p = NULL;
     http_vm_t *h;
 
-    if (mm_vm_pool(vm) == NULL) {
-        mrb_raise(mrb, E_RUNTIME_ERROR, "Apache::HTTP: out of memory");
-    }
-    apr_pool_userdata_get(&p, "mm_http_multi", vm->pool);
+    apr_pool_userdata_get(&p, "mm_http_multi", mm_vm_pool_or_raise(mrb, "Apache::HTTP"));
     if (p == NULL) {
         h = apr_pcalloc(vm->pool, sizeof *h);
         if (!mm_curl_ready() || (h->multi = curl_multi_init()) == NULL) {

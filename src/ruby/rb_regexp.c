@@ -103,10 +103,7 @@ static struct mm_re_match *match_data(mrb_state *mrb, uint32_t pairs)
     struct mm_re_match *mt = vm->re_match;
 
     if (mt == NULL) {
-        if (mm_vm_pool(vm) == NULL) {
-            mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
-        }
-        mt = apr_pcalloc(vm->pool, sizeof *mt);
+        mt = apr_pcalloc(mm_vm_pool_or_raise(mrb, "Regexp"), sizeof *mt);
         mt->gctx = pcre2_general_context_create(match_malloc, match_release, mt);
         if (mt->gctx == NULL) {
             mrb_raise(mrb, E_RUNTIME_ERROR, "Regexp: out of memory");
