@@ -584,8 +584,6 @@ def test_big_garbage_of_one_run_is_collected(garbage):
     assert grown < 52 * MB, grown
 
 
-
-
 # A handler like the bench's realistic one: a few dozen objects a request,
 # a body of about 1 KB built line by line.
 LINES = r"""
