@@ -1,11 +1,13 @@
 /* fuzz_header.c: libFuzzer harness for the checks on header names and
  * values that Ruby sets (src/parse.c): a name is accepted exactly when it
  * is a non-empty token of RFC 9110, a value exactly when it has no control
- * character but HTAB (httpd refuses a response header with one). */
+ * character but HTAB (httpd refuses a response header with one); a name's
+ * kind is that of the special name it equals without case, if any. */
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "parse.h"
 
@@ -13,6 +15,29 @@ static int tchar(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static mm_header_kind_e kind_of(const char *name)
+{
+    static const char *const framing[] = {"Transfer-Encoding", "TE",         "Trailer",
+                                          "Upgrade",           "Keep-Alive", "Proxy-Connection"};
+    size_t i;
+
+    for (i = 0; i < sizeof framing / sizeof framing[0]; i++) {
+        if (strcasecmp(name, framing[i]) == 0) {
+            return MM_HEADER_FRAMING;
+        }
+    }
+    if (strcasecmp(name, "Connection") == 0) {
+        return MM_HEADER_CONNECTION;
+    }
+    if (strcasecmp(name, "Content-Length") == 0) {
+        return MM_HEADER_CONTENT_LENGTH;
+    }
+    if (strcasecmp(name, "Set-Cookie") == 0) {
+        return MM_HEADER_SET_COOKIE;
+    }
+    return MM_HEADER_OTHER;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -29,6 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         token &= tchar((unsigned char)name[i]);
     }
     if (mm_parse_header_name_ok(name) != (len > 0 && token)) {
+        abort();
+    }
+    if (mm_parse_header_kind(name) != kind_of(name)) {
         abort();
     }
     /* as a value, all its bytes count */

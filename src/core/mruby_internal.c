@@ -115,6 +115,14 @@ int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int l
     return 0;
 }
 
+const mrb_value *mm_mi_args_exactly(mrb_state *mrb, int n)
+{
+    const mrb_callinfo *ci = mrb->c->ci;
+
+    /* n is 15 for arguments packed in an array, nk the keywords' count */
+    return n < 15 && ci->n == n && ci->nk == 0 ? ci->stack + 1 : NULL;
+}
+
 /* ------------------------------------------------------- collector */
 
 void mm_mi_compact_class_tables(mrb_state *mrb)

@@ -57,6 +57,13 @@ int mm_mi_crosses_c_frame(mrb_state *mrb);
  * or 0. Frames of code without a file (mruby's own Ruby) are skipped. */
 int mm_mi_each_frame(mrb_state *mrb, int (*fn)(void *ud, const char *file, int line), void *ud);
 
+/* The arguments of the running C method when its caller passed exactly n
+ * of them, by position (not spread from an array, no keywords), else NULL:
+ * a method called on every request reads them so, without the format
+ * parsing of mrb_get_args, which it calls for any other call (and which
+ * raises as usual). */
+const mrb_value *mm_mi_args_exactly(mrb_state *mrb, int n);
+
 /* ------------------------------------------------------- collector */
 
 /* Every class's and module's method and variable tables shrunk to what

@@ -31,20 +31,34 @@ int mm_parse_header_name_ok(const char *s);
  * with any other). */
 int mm_parse_header_value_ok(const char *s, size_t len);
 
-/* NULL when a script may set the response header name to value, else why
- * not: httpd owns the headers that frame the response or belong to the
- * connection (Transfer-Encoding, TE, Trailer, Upgrade, Keep-Alive,
- * Proxy-Connection; Connection but "close"); a Content-Length must be a
- * number (httpd puts the body's real length in its place: run.c). */
-const char *mm_parse_response_header_refused(const char *name, const char *value);
+/* What httpd and the HTTP client make of a header name, whatever its
+ * case: the headers that frame a message or belong to its connection
+ * (Transfer-Encoding, TE, Trailer, Upgrade, Keep-Alive, Proxy-Connection),
+ * Connection, Content-Length, Set-Cookie (each one a header of its own),
+ * or any other. */
+typedef enum {
+    MM_HEADER_OTHER,
+    MM_HEADER_FRAMING,
+    MM_HEADER_CONNECTION,
+    MM_HEADER_CONTENT_LENGTH,
+    MM_HEADER_SET_COOKIE
+} mm_header_kind_e;
 
-/* NULL when a script may send the request header name with value on an
- * outgoing call (Apache::HTTP), else why not: the client library frames
- * the request (Content-Length, Transfer-Encoding, TE, Trailer, Upgrade,
- * Keep-Alive, Proxy-Connection; Connection but "close"), and a pooled
- * connection read otherwise than it was written would give the next call
- * the rest of this one. */
-const char *mm_parse_request_header_refused(const char *name, const char *value);
+mm_header_kind_e mm_parse_header_kind(const char *name);
+
+/* NULL when a script may set a response header of this kind (of its name:
+ * mm_parse_header_kind) to value, else why not: httpd owns the headers
+ * that frame the response or belong to the connection (Connection but
+ * "close"); a Content-Length must be a number (httpd puts the body's real
+ * length in its place: run.c). */
+const char *mm_parse_response_header_refused(mm_header_kind_e kind, const char *value);
+
+/* NULL when a script may send a request header of this kind with value on
+ * an outgoing call (Apache::HTTP), else why not: the client library frames
+ * the request (Content-Length and the framing headers; Connection but
+ * "close"), and a pooled connection read otherwise than it was written
+ * would give the next call the rest of this one. */
+const char *mm_parse_request_header_refused(mm_header_kind_e kind, const char *value);
 
 /* A counter's value of len bytes: a decimal integer of 64 bits, digits
  * with an optional '-' before them (no blanks, no '+'). */

@@ -687,7 +687,7 @@ static long setup(mrb_state *mrb, http_vm_t *h, http_call_t *c, mrb_value spec, 
                        name);
         }
         value = mrb_string_value_cstr(mrb, &vv);
-        if ((why = mm_parse_request_header_refused(name, value)) != NULL) {
+        if ((why = mm_parse_request_header_refused(mm_parse_header_kind(name), value)) != NULL) {
             mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::HTTP: header %s %s", name, why);
         }
         l = header_append(c->headers, name, value);

@@ -25,6 +25,7 @@
 
 #include "binding.h"
 #include "classes.h"
+#include "mruby_internal.h"
 #include "parse.h"
 
 typedef struct {
@@ -103,10 +104,17 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
     request_rec *r;
     const mm_table_kind_t *k;
     apr_table_t *t = table_of(mrb, self, &r, &k);
+    const mrb_value *argv = mm_mi_args_exactly(mrb, 2);
     mrb_value key, val;
     const char *name, *value;
+    mm_header_kind_e kind;
 
-    mrb_get_args(mrb, "oo", &key, &val);
+    if (argv) {
+        key = argv[0];
+        val = argv[1];
+    } else {
+        mrb_get_args(mrb, "oo", &key, &val);
+    }
     if (!mrb_string_p(key)) {
         key = mrb_obj_as_string(mrb, key);
     }
@@ -124,15 +132,16 @@ static mrb_value table_store(mrb_state *mrb, mrb_value self, int add)
      * the Request fields that end up in a header */
     value = k->is_header ? mm_binding_header_str(mrb, r->pool, val, k->value)
                          : mm_binding_pstr(mrb, r->pool, val, k->value);
+    kind = k->is_header ? mm_parse_header_kind(name) : MM_HEADER_OTHER;
     if (k->is_header == 2) {
-        const char *why = mm_parse_response_header_refused(name, value);
+        const char *why = mm_parse_response_header_refused(kind, value);
 
         if (why) {
             mrb_raisef(mrb, E_ARGUMENT_ERROR, "Apache::%s: %s %s", k->cls, name, why);
         }
     }
     /* Each Set-Cookie is a header of its own: adding, not replacing. */
-    if (add || (k->is_header && strcasecmp(name, "Set-Cookie") == 0)) {
+    if (add || kind == MM_HEADER_SET_COOKIE) {
         apr_table_addn(t, name, value);
     } else {
         apr_table_setn(t, name, value);

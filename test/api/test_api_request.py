@@ -61,6 +61,7 @@ when "headers"
   r.headers_out["X-Out"] = "out-value"
   r.headers_out["Set-Cookie"] = "a=1"
   r.headers_out["Set-Cookie"] = "b=2"
+  r.headers_out["SET-COOKIE"] = "c=3"
   r.err_headers_out["X-Err"] = "err"
   r.headers_out["X-Gone"] = "x"
   r.headers_out["X-Gone"] = nil
@@ -356,9 +357,11 @@ def test_internal_redirect_after_output_a_filter_holds(server):
 def test_headers(server):
     r = server.get("/api?headers", headers={"X-Token": "tok-1", "User-Agent": "pytest-agent"})
     assert r.status == 200
-    assert r.text.splitlines() == ["tok-1", "tok-1", "nil", "tok-1", "pytest-agent", "Set-Cookie,X-Out"]
+    assert r.text.splitlines() == ["tok-1", "tok-1", "nil", "tok-1", "pytest-agent",
+                                   "SET-COOKIE,Set-Cookie,X-Out"]
     assert r.headers["X-Out"] == "out-value"
-    assert r.headers.get_all("Set-Cookie") == ["a=1", "b=2"]
+    # each Set-Cookie is a header of its own, whatever the case of its name
+    assert r.headers.get_all("Set-Cookie") == ["a=1", "b=2", "c=3"]
     assert r.headers["X-Err"] == "err"
     assert "X-Gone" not in r.headers
 
