@@ -102,6 +102,7 @@ struct mm_vm {
 
     int last_match;               /* $~ was set since the last run ended (mm_regexp_forget) */
     struct mm_re_match *re_match; /* Regexp's match data (rb_regexp.c), NULL before a match */
+    mrb_func_t str_split;         /* mruby's own String#split, which rb_regexp.c's calls */
 
     int timed_out;        /* past the deadline: the hook raises every 1024 instructions */
     unsigned int ticks;   /* instructions the hook saw, between two raises */

@@ -14,6 +14,7 @@
 #include <mruby/array.h>
 #include <mruby/class.h>
 #include <mruby/data.h>
+#include <mruby/proc.h>
 #include <mruby/string.h>
 #include <mruby/variable.h>
 
@@ -377,6 +378,39 @@ void mm_regexp_forget(mm_vm_t *vm)
     }
 }
 
+/* String#split: with a Regexp, Ruby's (__mm_split_re in mrblib/regexp.rb);
+ * with anything else mruby's own method, called in this same frame, where
+ * it reads the same arguments. In C because split is in many handlers'
+ * path (a query string's pairs): a Ruby method in front of mruby's, which
+ * asked is_a?(Regexp) and called it, cost about 1,400 instructions a call
+ * (benchmarks.md). A Regexp is known by its data type: any object made by
+ * Regexp.new or a subclass's. */
+static mrb_value string_split(mrb_state *mrb, mrb_value self)
+{
+    mrb_int argc = mrb_get_argc(mrb);
+    const mrb_value *argv = mrb_get_argv(mrb);
+
+    if (argc > 0 && mrb_data_p(argv[0]) && DATA_TYPE(argv[0]) == &regexp_type) {
+        return mrb_funcall_argv(mrb, self, mrb_intern_lit(mrb, "__mm_split_re"), argc, argv);
+    }
+    return mm_vm_of(mrb)->str_split(mrb, self);
+}
+
+/* Puts string_split in the place of mruby's String#split (a C method in
+ * mruby 3.1's string.c), kept in the VM for it to call. */
+static void string_split_init(mrb_state *mrb)
+{
+    struct RClass *cls = mrb->string_class;
+    mrb_method_t m = mrb_method_search(mrb, cls, mrb_intern_lit(mrb, "split"));
+    mrb_func_t own = MRB_METHOD_CFUNC_P(m) ? MRB_METHOD_CFUNC(m) : NULL;
+
+    if (own == NULL || own == string_split) {
+        mrb_raise(mrb, E_NOTIMP_ERROR, "Regexp: mruby's String#split is not the C method of mruby 3.1");
+    }
+    mm_vm_of(mrb)->str_split = own;
+    mrb_define_method(mrb, cls, "split", string_split, MRB_ARGS_OPT(2));
+}
+
 void mm_regexp_init(mrb_state *mrb)
 {
     struct RClass *re = mrb_define_class(mrb, "Regexp", mrb->object_class);
@@ -390,4 +424,5 @@ void mm_regexp_init(mrb_state *mrb)
     mrb_define_method(mrb, re, "__offsets", regexp_offsets, MRB_ARGS_REQ(2));
     mrb_define_method(mrb, re, "__group_names", regexp_group_names, MRB_ARGS_NONE());
     mrb_define_class_method(mrb, re, "__set_last_match", regexp_set_last_match, MRB_ARGS_REQ(1));
+    string_split_init(mrb);
 }

@@ -22,6 +22,20 @@ else
   Apache.rputs "no match"
 end
 ''',
+    # String#split is the module's, in C: a Regexp goes to the Ruby
+    # implementation, anything else to mruby's own method
+    "htdocs/split.mrb": r'''
+class Sub < Regexp; end
+out = []
+out << "a,b,,c,,".split(",").inspect << "a,b,c".split(",", 2).inspect << " a  b ".split.inspect
+out << "a b".split(nil).inspect << "abc".split("").inspect << "a,b,,".split(",", -1).inspect
+out << "a1b22c".split(/\d+/).inspect << "a1b2c".split(/\d/, 2).inspect << "a1b".split(Sub.new("1")).inspect
+out << "x=y=z".send(:split, *["=", 2]).inspect
+[-> { "a".split(1) }, -> { "a".split(",", 1, 2) }, -> { "a".split(",", "x") }].each do |f|
+  begin; f.call; out << "accepted"; rescue => e; out << e.class.to_s; end
+end
+Apache.rputs out.join("|")
+''',
     "htdocs/regexp.mrb": r'''
 out = []
 m = /(?<year>\d{4})-(\d\d)/.match("date: 2024-05-17 end")
@@ -198,6 +212,17 @@ def test_dup_and_clone(server):
     r = server.get("/copy.mrb")
     assert r.status == 200, server.error_log()[-2000:]
     assert r.text.split("|") == ["BB", "(?<word>b+)", "true"] * 3 + ["x-x"] * 3 + ["true"]
+
+
+def test_split_with_strings_and_regexps(server):
+    r = server.get("/split.mrb")
+    assert r.status == 200, server.error_log()[-2000:]
+    assert r.text.split("|") == [
+        '["a", "b", "", "c"]', '["a", "b,c"]', '["a", "b"]',
+        '["a", "b"]', '["a", "b", "c"]', '["a", "b", "", ""]',
+        '["a", "b", "c"]', '["a", "b2c"]', '["a", "b"]',
+        '["x", "y=z"]',
+        "TypeError", "ArgumentError", "TypeError"]
 
 
 def test_regexp_kept_across_requests(server):

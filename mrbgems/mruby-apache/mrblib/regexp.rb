@@ -194,7 +194,6 @@ end
 class String
   alias __mm_sub sub
   alias __mm_gsub gsub
-  alias __mm_split split
 
   def =~(re)
     raise TypeError, "wrong argument type String (expected Regexp)" if re.is_a?(String)
@@ -287,8 +286,9 @@ class String
     block_given? ? self : found
   end
 
-  def split(pattern = nil, limit = 0)
-    return __mm_split(pattern, limit) unless pattern.is_a?(Regexp)
+  # String#split with a Regexp: the module's String#split (rb_regexp.c, in
+  # C) calls this for a Regexp and mruby's own method for anything else.
+  def __mm_split_re(pattern, limit = 0)
     parts = []
     pos = 0
     start = 0

@@ -21,6 +21,15 @@ class Regexp
   end
 end
 
+# The module's String#split (C) sends a Regexp to __mm_split_re.
+class String
+  alias __mm_split_own split
+
+  def split(pattern = nil, *rest)
+    pattern.is_a?(Regexp) ? __mm_split_re(pattern, *rest) : __mm_split_own(pattern, *rest)
+  end
+end
+
 assert('Regexp#match, MatchData and $~') do
   m = Regexp.new("lo").match("hello world")
   assert_equal "lo", m[0]
