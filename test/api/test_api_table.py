@@ -46,12 +46,14 @@ FILES = {
         'begin; r.headers_out.add("Bad:Name", "v"); rescue ArgumentError; Apache.echo "name refused"; end\n'
         'r.headers_out.add("X-Nil", nil)\n'
         'Apache.echo r.headers_out["X-Nil"].inspect\n'
-        # the arguments however they are passed: spread, too few, too many
+        # the arguments however they are passed: spread, too few, too many,
+        # with keywords
         'r.headers_out.send(:[]=, *["X-Splat", "spread"])\n'
         'r.headers_out.add(*["X-Out", "three"])\n'
         '[["X-Few"], ["X-Many", "v", "w"]].each do |a|\n'
         '  begin; r.headers_out.add(*a); rescue ArgumentError => e; Apache.echo e.message; end\n'
         'end\n'
+        'begin; r.headers_out.add("X-Kw", "v", k: 1); rescue ArgumentError => e; Apache.echo e.message; end\n'
     ),
     "htdocs/ctl.mrb": (
         'r = Apache::Request.new\n'
@@ -118,10 +120,11 @@ def test_multi_valued_headers(server):
     assert r.text.splitlines() == ['["a, b"]', "[]", '["one", "two"]', "2", "crlf refused",
                                    "name refused", "nil",
                                    "wrong number of arguments (given 1, expected 2)",
+                                   "wrong number of arguments (given 3, expected 2)",
                                    "wrong number of arguments (given 3, expected 2)"]
     assert r.headers.get_all("X-Out") == ["one", "two", "three"]
     assert r.headers["X-Splat"] == "spread"
-    assert "X-Few" not in r.headers and "X-Many" not in r.headers
+    assert "X-Few" not in r.headers and "X-Many" not in r.headers and "X-Kw" not in r.headers
     assert r.headers["X-Err"] == "e1"
     assert "X-Bad" not in r.headers
 
