@@ -128,21 +128,26 @@ int mm_parse_header_value_ok(const char *s, size_t len)
 
 /* The header names whose kind is not MM_HEADER_OTHER, with their lengths:
  * a name is compared (without case) only with those of its own length. */
+#define SPECIAL_HEADER(name, kind)                                                                           \
+    {                                                                                                        \
+        name, sizeof(name) - 1, kind                                                                         \
+    }
 static const struct {
     const char *name;
     size_t len;
     mm_header_kind_e kind;
 } special_headers[] = {
-    {"TE", 2, MM_HEADER_FRAMING},
-    {"Trailer", 7, MM_HEADER_FRAMING},
-    {"Upgrade", 7, MM_HEADER_FRAMING},
-    {"Keep-Alive", 10, MM_HEADER_FRAMING},
-    {"Connection", 10, MM_HEADER_CONNECTION},
-    {"Set-Cookie", 10, MM_HEADER_SET_COOKIE},
-    {"Content-Length", 14, MM_HEADER_CONTENT_LENGTH},
-    {"Proxy-Connection", 16, MM_HEADER_FRAMING},
-    {"Transfer-Encoding", 17, MM_HEADER_FRAMING},
+    SPECIAL_HEADER("TE", MM_HEADER_FRAMING),
+    SPECIAL_HEADER("Trailer", MM_HEADER_FRAMING),
+    SPECIAL_HEADER("Upgrade", MM_HEADER_FRAMING),
+    SPECIAL_HEADER("Keep-Alive", MM_HEADER_FRAMING),
+    SPECIAL_HEADER("Connection", MM_HEADER_CONNECTION),
+    SPECIAL_HEADER("Set-Cookie", MM_HEADER_SET_COOKIE),
+    SPECIAL_HEADER("Content-Length", MM_HEADER_CONTENT_LENGTH),
+    SPECIAL_HEADER("Proxy-Connection", MM_HEADER_FRAMING),
+    SPECIAL_HEADER("Transfer-Encoding", MM_HEADER_FRAMING),
 };
+#undef SPECIAL_HEADER
 
 mm_header_kind_e mm_parse_header_kind(const char *name)
 {
