@@ -1,7 +1,8 @@
 /* vm.c: one mruby VM per worker thread.
  *
  * A thread finds its VM through an APR thread key (pthread_getspecific: no
- * lock). The VM is created on the thread's first request and closed by the
+ * lock). The VM is created on the thread's first request (in a child with
+ * threads, by the child's VM maker: see make_vm) and closed by the
  * key's destructor when the thread exits; VMs of threads that never exit (the
  * prefork child's main thread) are closed when the child's pool goes. The
  * registry lock below is taken only when a VM is created or closed, never on
@@ -34,6 +35,7 @@
 #include "error.h"
 #include "guard.h"
 #include "mruby_internal.h"
+#include "thread.h"
 #include "vm.h"
 
 APLOG_USE_MODULE(mruby);
@@ -615,6 +617,107 @@ mm_vm_t *mm_vm_of_thread(void)
     return found;
 }
 
+/* The VM maker: in a child with threads, one thread of the module's own
+ * makes every worker thread's VM, and the worker waits for it. A VM's
+ * set-up frees hundreds of blocks (tables grown, then compacted or shared;
+ * the Procs and pages of its garbage), and glibc keeps the small ones in a
+ * cache of the thread that freed them, for that thread's next blocks of
+ * the same sizes: about 30 KB a thread, which a worker serving hello world
+ * never takes back, and which no other thread can use. Made in one thread,
+ * the VMs reuse the one cache, each set-up the garbage of the last
+ * (benchmarks.md, "The VMs made by one thread"). */
+/* Its name, as ps -L and top -H show it. */
+#define MM_MAKER_NAME "mruby-vms"
+
+typedef struct vm_order {
+    server_rec *s;
+    mm_vm_t *vm;
+    int done;
+    struct vm_order *next;
+} vm_order_t;
+
+static struct {
+    int on;              /* set in child_init, before any worker thread */
+    mm_thread_t t;       /* t.lock guards what follows */
+    pthread_cond_t made; /* broadcast when an order is done */
+    vm_order_t *first, **last;
+} maker;
+
+static void *maker_main(void *unused)
+{
+    vm_order_t *order;
+
+    (void)unused;
+    pthread_setname_np(pthread_self(), MM_MAKER_NAME);
+    pthread_mutex_lock(&maker.t.lock);
+    for (;;) {
+        while (maker.first == NULL && !maker.t.stop) {
+            mm_thread_wait_until(&maker.t, MM_NEVER);
+        }
+        if ((order = maker.first) == NULL) {
+            break; /* stopped, and nobody waits */
+        }
+        if ((maker.first = order->next) == NULL) {
+            maker.last = &maker.first;
+        }
+        pthread_mutex_unlock(&maker.t.lock);
+        order->vm = mm_vm_create(order->s);
+        pthread_mutex_lock(&maker.t.lock);
+        order->done = 1;
+        pthread_cond_broadcast(&maker.made);
+    }
+    pthread_mutex_unlock(&maker.t.lock);
+    return NULL;
+}
+
+/* A VM for the calling thread, made by the maker if it runs, else here. */
+static mm_vm_t *make_vm(server_rec *s)
+{
+    vm_order_t order = {s, NULL, 0, NULL};
+
+    if (!maker.on) {
+        return mm_vm_create(s);
+    }
+    pthread_mutex_lock(&maker.t.lock);
+    if (maker.t.stop) { /* the child is exiting */
+        pthread_mutex_unlock(&maker.t.lock);
+        return mm_vm_create(s);
+    }
+    *maker.last = &order;
+    maker.last = &order.next;
+    pthread_cond_signal(&maker.t.cond);
+    while (!order.done) {
+        pthread_cond_wait(&maker.made, &maker.t.lock);
+    }
+    pthread_mutex_unlock(&maker.t.lock);
+    return order.vm;
+}
+
+static apr_status_t maker_stop(void *unused)
+{
+    (void)unused;
+    mm_thread_stop(&maker.t);
+    return APR_SUCCESS;
+}
+
+static void maker_start(apr_pool_t *pchild, server_rec *s)
+{
+    int rv;
+
+    maker.on = 0;
+    maker.first = NULL;
+    maker.last = &maker.first;
+    pthread_cond_init(&maker.made, NULL);
+    if ((rv = mm_thread_start(&maker.t, maker_main, 0)) != 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     MM_LOGNO(00018) "cannot start the thread that makes the mruby VMs: each thread makes "
+                                     "its own");
+        return;
+    }
+    maker.on = 1;
+    apr_pool_cleanup_register(pchild, NULL, maker_stop, apr_pool_cleanup_null);
+}
+
 mm_vm_t *mm_vm_for_thread(server_rec *s)
 {
     void *found = NULL;
@@ -628,7 +731,7 @@ mm_vm_t *mm_vm_for_thread(server_rec *s)
     if (found && !(((mm_vm_t *)found)->retire && retire(found))) {
         return found;
     }
-    vm = mm_vm_create(s);
+    vm = make_vm(s);
     if (vm) {
         apr_threadkey_private_set(vm, vm_key);
         registry_add(vm);
@@ -722,4 +825,7 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     }
     /* Registered after the key, so it runs before the key is deleted. */
     apr_pool_cleanup_register(pchild, NULL, child_exit, apr_pool_cleanup_null);
+    if (shared_tables_on) {
+        maker_start(pchild, s); /* stopped before child_exit runs */
+    }
 }

@@ -1,0 +1,115 @@
+"""In a child with threads, one thread of the module's own (named
+mruby-vms) makes every worker thread's VM, and the worker waits for it
+(vm.c, make_vm; benchmarks.md, "The VMs made by one thread"). What the
+test can see: each worker thread still has a VM of its own (globals do not
+cross), threads asking at the same time each get theirs, a VM replaced
+after mrubyMaxRequestsPerVM is made again, and the child has that thread under
+worker and event and not under prefork, whose one VM is made in place.
+What it saves (memory) is measured by the bench, not here."""
+
+import concurrent.futures
+import os
+import re
+import uuid
+
+import pytest
+
+import procs
+from httpd import MPMS, ONE_CHILD, VALGRIND, Httpd
+
+# /meet: the requests of one meeting each wait (spinning, so each holds its
+# thread) until all have arrived, then answer their VM's id (a global set
+# at the VM's first run) and their process.
+BODY = r"""
+LoadModule status_module /usr/lib/apache2/modules/mod_status.so
+mrubyMaxRequestsPerVM 3
+<Location /server-status>
+    SetHandler server-status
+</Location>
+<Location /meet>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "me, *others = Apache::Request.new.args.split(','); dir = '{root}/meet/'; File.open(dir + me, 'w') { |f| f.write 'here' }; deadline = Time.now + 30; nil until others.all? { |o| File.exist?(dir + o) } || Time.now > deadline; $vm ||= rand(1 << 40).to_s; pid = File.open('/proc/self/stat') { |f| f.read }.split(' ')[0]; Apache.rputs [others.all? { |o| File.exist?(dir + o) } ? 'met' : 'alone', $vm, pid].join(' ')"
+</Location>
+<Location /vm>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "$runs = ($runs || 0) + 1; $vm ||= rand(1 << 40).to_s; Apache.rputs [$vm, $runs].join(' ')"
+</Location>
+"""
+
+MAKER = "mruby-vms"
+
+
+def thread_names(pid):
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            continue
+    return names
+
+
+def vms_created(srv):
+    text = srv.ok("/server-status?auto").text
+    found = re.search(r"^MrubyVMsCreated: (\d+)$", text, re.M)
+    assert found, text
+    return int(found.group(1))
+
+
+@pytest.fixture(params=MPMS)
+def server(request):
+    srv = Httpd("vm_maker", request.param, BODY, mpm_conf=ONE_CHILD[request.param])
+    os.makedirs(srv.path("meet"))
+    os.chmod(srv.path("meet"), 0o777)
+    srv.start()
+    yield srv
+    srv.stop()
+    srv.cleanup()
+
+
+def serving_pids(srv):
+    # apache2 -X (the valgrind runs) serves in its one process
+    return procs.children(srv.pid) or [srv.pid]
+
+
+def test_the_maker_thread_only_where_a_child_has_threads(server):
+    assert server.ok("/vm").status == 200  # the children are up and serving
+    pids = serving_pids(server)
+    makers = [thread_names(pid).count(MAKER) for pid in pids]
+    if server.mpm == "prefork":
+        assert makers == [0] * len(pids), makers
+    else:
+        assert makers == [1] * len(pids), makers
+    assert "MRB00018" not in server.error_log()
+
+
+@pytest.mark.skipif(VALGRIND, reason="apache2 -X serves one request at a time")
+def test_threads_asking_at_once_each_get_a_vm_of_their_own(server):
+    before = vms_created(server)
+    ids = [uuid.uuid4().hex for _ in range(4 if server.mpm != "prefork" else 2)]
+    args = [",".join([me] + [o for o in ids if o != me]) for me in ids]
+    with concurrent.futures.ThreadPoolExecutor(len(ids)) as pool:
+        answers = list(pool.map(lambda a: server.get("/meet?" + a, timeout=120), args))
+    assert [r.status for r in answers] == [200] * len(ids)
+    words = [r.text.split(" ") for r in answers]
+    assert [w[0] for w in words] == ["met"] * len(ids), words
+    # every request had a thread, and every thread a VM of its own
+    assert len({w[1] for w in words}) == len(ids), words
+    if server.mpm != "prefork":
+        assert len({w[2] for w in words}) == 1, words  # one child
+    # the first requests of these threads (mod_status's own made none)
+    assert vms_created(server) - before == len(ids)
+    assert "[mruby:error]" not in server.error_log()
+
+
+def test_a_retired_vm_is_made_again(server):
+    # mrubyMaxRequestsPerVM 3: a VM serves three runs, then the thread has a new one
+    seen = {}
+    for _ in range(12):
+        vm, runs = server.ok("/vm").text.split(" ")
+        assert 1 <= int(runs) <= 3
+        seen[vm] = max(seen.get(vm, 0), int(runs))
+    # no VM served more than three runs: twelve took at least four VMs
+    assert len(seen) >= 4, seen
+    assert "[mruby:error]" not in server.error_log()
