@@ -175,6 +175,16 @@ void mm_mi_gc_reset(mrb_state *mrb, const mm_mi_gc_settings_t *settings)
     }
 }
 
+int mm_mi_gc_minor(mrb_state *mrb, size_t *live)
+{
+    if (!mrb->gc.generational || mrb->gc.full || mrb->gc.state != MRB_GC_STATE_ROOT) {
+        return 0;
+    }
+    mrb_incremental_gc(mrb); /* in that state, one whole minor collection */
+    *live = mrb->gc.live;
+    return 1;
+}
+
 /* ---------------------------------------- the VM's shared exceptions */
 
 /* What a script can do to an exception object that mruby keeps in flags. */
@@ -293,6 +303,29 @@ void mm_mi_fiber_room(mrb_state *mrb, mrb_value fiber)
     }
 }
 
+/* The registers of a context's first frame keep the values of the code
+ * that ran there (its variables and temporaries) until code runs there
+ * again, and the collector marks them: whatever the last script of a VM's
+ * root frame held stayed alive, and, once a collection had found it there,
+ * old, left to the next major collection. Register 0 is self. */
+static void clear_first_frame(struct mrb_context *c)
+{
+    const struct RProc *proc = c->cibase->proc;
+    mrb_value *regs = c->cibase->stack;
+    ptrdiff_t n, i;
+
+    if (proc == NULL || MRB_PROC_CFUNC_P(proc) || proc->body.irep == NULL || regs == NULL) {
+        return;
+    }
+    n = proc->body.irep->nregs;
+    if (n > c->stend - regs) {
+        n = c->stend - regs;
+    }
+    for (i = 1; i < n; i++) {
+        SET_NIL_VALUE(regs[i]);
+    }
+}
+
 /* mruby moves a frame's variables off the stack when it pops the frame; a
  * context's first frame is never popped. */
 static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
@@ -316,6 +349,7 @@ static int close_first_frame(mrb_state *mrb, struct mrb_context *c)
         mrb_write_barrier(mrb, (struct RBasic *)env);
     }
     c->cibase->u.target_class = mrb->object_class;
+    clear_first_frame(c);
     return 1;
 }
 

@@ -94,6 +94,11 @@ void mm_mi_gc_settings(mrb_state *mrb, mm_mi_gc_settings_t *settings);
  * the collector. */
 void mm_mi_gc_reset(mrb_state *mrb, const mm_mi_gc_settings_t *settings);
 
+/* A minor collection, if the collector is in the generational mode and
+ * between collections: returns 1 and the objects then live in *live;
+ * else does nothing and returns 0. */
+int mm_mi_gc_minor(mrb_state *mrb, size_t *live);
+
 /* ---------------------------------------- the VM's shared exceptions */
 
 /* Whether mruby's SystemStackError object was changed by a script (frozen,

@@ -296,12 +296,13 @@ static void restore_gc(mm_vm_t *vm)
 
 /* An outermost run ended or sleeps: what it left in the VM that the next
  * run, another client's, must not find. */
-static void leave_vm(mm_vm_t *vm)
+static void leave_vm(mm_vm_t *vm, server_rec *s)
 {
     mm_binding_leave(vm);
     restore_shared_errors(vm);
     restore_gc(vm);
     mm_vm_collect_big_garbage(vm);
+    mm_vm_collect_young_garbage(vm, s);
 }
 
 /* Takes vm and installs run in it, a run of kind ph for r (or, NULL, for
@@ -335,7 +336,7 @@ static int leave_run(mm_vm_t *vm, mm_run_t *run, int ai, int result)
     mrb_gc_arena_restore(vm->mrb, ai);
     vm->run = run->outer;
     if (run->outer == NULL) {
-        leave_vm(vm);
+        leave_vm(vm, run->s);
         mm_vm_ran(vm, run->s);
     }
     mm_vm_unlock(vm);
@@ -479,7 +480,7 @@ int mm_run_wake(mm_run_t *run, mm_slot_t *slot)
     }
     mrb_gc_arena_restore(mrb, ai);
     vm->run = NULL;
-    leave_vm(vm);
+    leave_vm(vm, run->s);
     if (result == SUSPENDED) {
         return SUSPENDED;
     }

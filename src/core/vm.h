@@ -79,12 +79,13 @@ struct mm_vm {
      * thread, read by others: suspend.c). */
     volatile apr_uint32_t began;
     /* Limits (mrubyMemoryLimit, mrubyMaxRequestsPerVM, mrubyTimeout). */
-    apr_size_t mem_limit; /* 0: no limit, only big blocks counted */
-    apr_size_t mem_used;  /* bytes malloc'd for mrb (counted when limited) */
-    int exhausted;        /* an allocation was refused: replace the VM */
-    apr_size_t big_bytes; /* big blocks allocated since the last full GC (vm.c) */
-    int io_made;          /* IO objects made since the last full GC (vm.c) */
-    apr_uint64_t runs;    /* outermost runs so far */
+    apr_size_t mem_limit;   /* 0: no limit, only big blocks counted */
+    apr_size_t mem_used;    /* bytes malloc'd for mrb (counted when limited) */
+    int exhausted;          /* an allocation was refused: replace the VM */
+    apr_size_t big_bytes;   /* big blocks allocated since the last full GC (vm.c) */
+    apr_size_t young_bytes; /* bytes allocated since the last collection run at a run's end (vm.c) */
+    int io_made;            /* IO objects made since the last full GC (vm.c) */
+    apr_uint64_t runs;      /* outermost runs so far */
     /* The VM's counters (counters.h): a block of the server's shared ones
      * while the VM is in the registry, else own_ctr. */
     apr_uint64_t *ctr;
@@ -126,6 +127,12 @@ void mm_vm_ran(mm_vm_t *vm, server_rec *s);
  * when an outermost run ends or sleeps, and before the body APIs make a
  * String. */
 void mm_vm_collect_big_garbage(mm_vm_t *vm);
+
+/* A minor collection if the VM allocated more than a few KB since the
+ * last one run here (logged for s at trace1). Called when an outermost run
+ * ends or sleeps, after mm_vm_collect_big_garbage, where the run's objects
+ * are dead (a sleeping run's are kept, and made old). */
+void mm_vm_collect_young_garbage(mm_vm_t *vm, server_rec *s);
 
 /* A String of len bytes, to be filled, for data Ruby reads in chunks (the
  * request body, a filter's data): the Strings of earlier reads are garbage

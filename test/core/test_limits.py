@@ -596,6 +596,36 @@ LINES = r"""
 lines = module_httpd("lines", LINES, mpm_conf=SINGLE_WORKER)
 
 
+# A run that makes and drops 300 Strings of 100 bytes (30 KB): too few
+# objects for mruby's collector, which waits until the objects made since
+# its last collection are as many as the VM keeps (some 600).
+DROPPED = r"""
+<Location /dropped>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "300.times { 'x' * 100 }; Apache.rputs 'dropped'"
+</Location>
+"""
+
+dropped = module_httpd("dropped", DROPPED, mpm_conf=SINGLE_WORKER, log_level="warn mruby:trace1")
+COLLECTED = r"MRB00019: collected the VM's garbage after a run: (\d+) bytes allocated since the last such collection, (\d+) objects live"
+
+
+def test_a_runs_garbage_is_collected_at_its_end(dropped):
+    # Past 16 KB allocated since the last one, a run's end runs a minor
+    # collection (vm.c, MM_GC_YOUNG_BYTES), where nothing the run made is
+    # alive: the garbage waited for later runs' objects before.
+    live = []
+    for n in range(1, 5):
+        assert dropped.ok("/dropped").text == "dropped"
+        found = [re.search(COLLECTED, line) for line in dropped.wait_log(COLLECTED, count=n)]
+        assert len(found) == n  # one collection a run: each allocates more than 16 KB
+        allocated, kept = int(found[-1].group(1)), int(found[-1].group(2))
+        assert allocated >= 300 * 100, found[-1].group(0)
+        live.append(kept)
+    # the objects live after each are the VM's own, not the runs' 600
+    assert max(live[1:]) - min(live[1:]) < 100, live
+
+
 @measures_memory
 @pytest.mark.skipif(not HOOKED, reason="needs our libmruby (patches/mruby/gc-whole-major.patch)")
 def test_garbage_does_not_outlive_a_major_collection(lines):
