@@ -230,6 +230,20 @@ apr_pool_t *mm_vm_pool_or_raise(mrb_state *mrb, const char *what)
     return pool;
 }
 
+/* The VM's recursive lock (event MPM); 0 if it cannot be made. */
+static int make_lock(mm_vm_t *vm)
+{
+    pthread_mutexattr_t attr;
+
+    if (pthread_mutexattr_init(&attr) != 0) {
+        return 0;
+    }
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    vm->locking = pthread_mutex_init(&vm->lock, &attr) == 0;
+    pthread_mutexattr_destroy(&attr);
+    return vm->locking;
+}
+
 /* What mm_vm_create made, in the reverse order: the pool last, whose
  * cleanups (a Regexp's match data, Apache::HTTP's handle) outlive mrb. */
 static void vm_free(mm_vm_t *vm)
@@ -239,6 +253,9 @@ static void vm_free(mm_vm_t *vm)
     }
     if (vm->pool) {
         apr_pool_destroy(vm->pool);
+    }
+    if (vm->locking) {
+        pthread_mutex_destroy(&vm->lock);
     }
     free(vm->loaded);
     free(vm);
@@ -553,8 +570,7 @@ mm_vm_t *mm_vm_create(server_rec *s)
         return NULL;
     }
     vm->mrb = mrb;
-    if (mm_vm_async && (mm_vm_pool(vm) == NULL || apr_thread_mutex_create(&vm->lock, APR_THREAD_MUTEX_NESTED,
-                                                                          vm->pool) != APR_SUCCESS)) {
+    if (mm_vm_async && !make_lock(vm)) {
         vm_free(vm);
         ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s, MM_LOGNO(00015) "cannot create an mruby VM's lock");
         return NULL;
@@ -666,8 +682,8 @@ mm_vm_t *mm_vm_of_thread(void)
  * the same sizes: about 30 KB a thread, which a worker serving hello world
  * never takes back, and which no other thread can use. Made in one thread,
  * the VMs reuse the one cache, each set-up the garbage of the last
- * (benchmarks.md, "The VMs made by one thread"). */
-/* Its name, as ps -L and top -H show it. */
+ * (benchmarks.md, "The VMs made by one thread"). The thread's name, as
+ * ps -L and top -H show it: */
 #define MM_MAKER_NAME "mruby-vms"
 
 typedef struct vm_order {

@@ -11,6 +11,7 @@
 #include "httpd.h"
 
 #include <mruby.h>
+#include <pthread.h>
 
 #include "counters.h"
 #include "mruby_internal.h"
@@ -71,8 +72,11 @@ struct mm_vm {
 
     /* Event MPM only: a sleeping script's fiber stays in this VM and may be
      * resumed by another thread, so whoever runs Ruby in the VM holds lock
-     * (recursive: runs nest). NULL under prefork and worker: no locking. */
-    apr_thread_mutex_t *lock;
+     * (recursive: runs nest). Not made under prefork and worker (locking
+     * 0): no locking. A mutex of the VM's own, not an APR one, which would
+     * need the VM's pool at once: its first block is 8 KiB. */
+    int locking;
+    pthread_mutex_t lock;
     int suspended; /* sleeping runs (under lock) */
     int orphaned;  /* its thread exited while runs slept (under lock) */
     /* Counts the connections its thread began to work on (written by that
@@ -186,15 +190,15 @@ static inline mm_vm_t *mm_vm_of(mrb_state *mrb)
 
 static inline void mm_vm_lock(mm_vm_t *vm)
 {
-    if (vm->lock) {
-        apr_thread_mutex_lock(vm->lock);
+    if (vm->locking) {
+        pthread_mutex_lock(&vm->lock);
     }
 }
 
 static inline void mm_vm_unlock(mm_vm_t *vm)
 {
-    if (vm->lock) {
-        apr_thread_mutex_unlock(vm->lock);
+    if (vm->locking) {
+        pthread_mutex_unlock(&vm->lock);
     }
 }
 
