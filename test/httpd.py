@@ -225,6 +225,14 @@ class Httpd:
     def path(self, rel):
         return os.path.join(self.root, rel)
 
+    def shared_dir(self, rel):
+        """Makes a directory under the ServerRoot that httpd's children (another
+        user) can write to, as tests that meet or lock there need."""
+        full = self.path(rel)
+        os.makedirs(full, exist_ok=True)
+        os.chmod(full, 0o777)
+        return full
+
     def write(self, rel, content):
         """Writes a file under the ServerRoot, readable by httpd's children."""
         full = self.path(rel)

@@ -7,7 +7,6 @@ CPU-bound requests run side by side is measured by the bench (`make bench`,
 its parallelism case), not here."""
 
 import concurrent.futures
-import os
 import uuid
 
 import pytest
@@ -25,8 +24,7 @@ BODY = r"""
 @pytest.mark.parametrize("mpm", MPMS)
 def test_two_scripts_of_one_child_run_at_the_same_time(mpm):
     srv = Httpd("parallel", mpm, BODY, mpm_conf=ONE_CHILD[mpm])
-    os.makedirs(srv.path("meet"))
-    os.chmod(srv.path("meet"), 0o777)
+    srv.shared_dir("meet")
     srv.start()
     try:
         for _ in range(3):

@@ -13,7 +13,6 @@ before their tables are shared) and the classes left without a table (an
 empty one is freed) behave as written, in every VM."""
 
 import concurrent.futures
-import os
 import uuid
 
 from httpd import ONE_CHILD, module_httpd
@@ -89,8 +88,7 @@ server = module_httpd("shared_tables", r"""
 
 def meet(server, first, second):
     a, b = uuid.uuid4().hex, uuid.uuid4().hex
-    os.makedirs(server.path("meet"), exist_ok=True)
-    os.chmod(server.path("meet"), 0o777)
+    server.shared_dir("meet")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         ra = pool.submit(server.get, "/shared?%s,%s,%s" % (a, b, first))
         rb = pool.submit(server.get, "/shared?%s,%s,%s" % (b, a, second))

@@ -87,8 +87,7 @@ def meet(server):
 @pytest.mark.parametrize("mpm", MPMS)
 def test_vms_made_by_the_maker_thread(mpm):
     server = Httpd("vm_maker", mpm, BODY, mpm_conf=ONE_CHILD[mpm])
-    os.makedirs(server.path("meet"))
-    os.chmod(server.path("meet"), 0o777)
+    server.shared_dir("meet")
     server.start()
     try:
         if not VALGRIND:  # apache2 -X serves one request at a time

@@ -561,8 +561,7 @@ mrubyCache shmcb
     mrubyHandler {root}/scripts/ops.rb
 </Location>
 """, modules=PROVIDER_MODULES)
-    os.makedirs(srv.path("locks"))
-    os.chmod(srv.path("locks"), 0o777)
+    srv.shared_dir("locks")
     srv.write("scripts/ops.rb", OPS_RB)
     srv.start()
     assert [f for f in os.listdir(srv.path("locks")) if f.startswith("mruby-cache-default.")]
