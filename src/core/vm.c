@@ -158,11 +158,6 @@ static void wrap_fiber_initialize(mrb_state *mrb, mm_vm_t *vm)
 
 static void count_io_objects(mrb_state *mrb);
 
-#include <mruby/gc.h>
-static void mrb_gc_interval_ratio_set_hack(mrb_state *mrb, int r)
-{
-    mrb->gc.interval_ratio = r;
-}
 static mrb_value init_body(mrb_state *mrb, void *unused)
 {
     mrb_value pending;
@@ -196,8 +191,6 @@ static mrb_value init_body(mrb_state *mrb, void *unused)
     wrap_fiber_initialize(mrb, mm_vm_of(mrb));
     mm_vm_of(mrb)->sym_backtrace = mrb_intern_lit(mrb, "backtrace");
     keep_shared_errors(mrb, mm_vm_of(mrb));
-    if (getenv("MM_GC_RATIO"))
-        mrb_gc_interval_ratio_set_hack(mrb, atoi(getenv("MM_GC_RATIO")));
     mm_mi_gc_settings(mrb, &mm_vm_of(mrb)->gc);
 
     return mrb_nil_value();
@@ -266,11 +259,12 @@ static void vm_free(mm_vm_t *vm)
  * collector sees, and a VM grew to hundreds of MB before a collection.
  * Blocks of at least MM_GC_BIG_BLOCK bytes are added up; past
  * MM_GC_BIG_BYTES, the next safe point (mm_vm_collect_big_garbage) runs a
- * full collection. Smaller blocks are bounded well enough by the count. */
+ * full collection. Every block also counts towards the minor collection
+ * at a run's end (young_bytes: mm_vm_collect_young_garbage). */
 #define MM_GC_BIG_BLOCK 1024
 #define MM_GC_BIG_BYTES (4 * 1024 * 1024)
 
-static void count_big(mm_vm_t *vm, size_t size)
+static void count_bytes(mm_vm_t *vm, size_t size)
 {
     vm->young_bytes += size;
     if (size >= MM_GC_BIG_BLOCK) {
@@ -287,7 +281,7 @@ static void *counting_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
         free(p);
         return NULL;
     }
-    count_big(ud, size);
+    count_bytes(ud, size);
     return realloc(p, size);
 }
 
@@ -314,7 +308,7 @@ static void *limited_allocf(mrb_state *mrb, void *p, size_t size, void *ud)
     q = realloc(p, size);
     if (q) {
         vm->mem_used = vm->mem_used - old + malloc_usable_size(q);
-        count_big(vm, size);
+        count_bytes(vm, size);
     }
     return q;
 }

@@ -596,13 +596,19 @@ LINES = r"""
 lines = module_httpd("lines", LINES, mpm_conf=SINGLE_WORKER)
 
 
-# A run that makes and drops 300 Strings of 100 bytes (30 KB): too few
-# objects for mruby's collector, which waits until the objects made since
-# its last collection are as many as the VM keeps (some 600).
+# Runs that make 20 Strings of 1,000 bytes (20 KB): too few objects for
+# mruby's collector, which waits until the objects made since its last
+# collection are as many as the VM keeps (some 600), so none runs in the
+# middle of them. /held keeps them in a variable until it ends, /dropped
+# keeps none.
 DROPPED = r"""
 <Location /dropped>
     SetHandler mruby-native-script
-    mrubyHandlerCode "300.times { 'x' * 100 }; Apache.rputs 'dropped'"
+    mrubyHandlerCode "20.times { 'x' * 1000 }; Apache.rputs 'dropped'"
+</Location>
+<Location /held>
+    SetHandler mruby-native-script
+    mrubyHandlerCode "held = Array.new(20) { 'x' * 1000 }; Apache.rputs held.size.to_s"
 </Location>
 """
 
@@ -613,17 +619,23 @@ COLLECTED = r"MRB00019: collected the VM's garbage after a run: (\d+) bytes allo
 def test_a_runs_garbage_is_collected_at_its_end(dropped):
     # Past 16 KB allocated since the last one, a run's end runs a minor
     # collection (vm.c, MM_GC_YOUNG_BYTES), where nothing the run made is
-    # alive: the garbage waited for later runs' objects before.
+    # alive: the garbage waited for later runs' objects before. Nor what
+    # the run held in its variables: mruby leaves them in the registers of
+    # the frame the script ran in, which the collector marks, and a run's
+    # end clears them (mruby_internal.c, clear_first_frame); else the
+    # collection after /held would find its 20 Strings alive, and old.
     live = []
-    for n in range(1, 5):
-        assert dropped.ok("/dropped").text == "dropped"
+    for n in range(1, 7):
+        path, body = ("/held", "20") if n % 2 else ("/dropped", "dropped")
+        assert dropped.ok(path).text == body
         found = [re.search(COLLECTED, line) for line in dropped.wait_log(COLLECTED, count=n)]
         assert len(found) == n  # one collection a run: each allocates more than 16 KB
         allocated, kept = int(found[-1].group(1)), int(found[-1].group(2))
-        assert allocated >= 300 * 100, found[-1].group(0)
+        assert allocated >= 20 * 1000, found[-1].group(0)
         live.append(kept)
-    # the objects live after each are the VM's own, not the runs' 600
-    assert max(live[1:]) - min(live[1:]) < 100, live
+    # the objects live after each are the VM's own (a few come and go),
+    # not a run's 20 Strings, left old after each /held
+    assert max(live[1:]) - min(live[1:]) < 10, live
 
 
 @measures_memory
