@@ -15,7 +15,7 @@ import time
 import pytest
 
 import procs
-from httpd import PRELOAD, SINGLE_WORKER, VALGRIND, measures_memory, module_httpd
+from httpd import GC_STRESS, PRELOAD, SINGLE_WORKER, VALGRIND, measures_memory, module_httpd
 
 # How soon a script out of time answers: well under its timeout's multiple
 # normally; under valgrind (script/check-valgrind) the server runs some 50
@@ -634,8 +634,13 @@ def test_a_runs_garbage_is_collected_at_its_end(dropped):
         assert allocated >= 20 * 1000, found[-1].group(0)
         live.append(kept)
     # the objects live after each are the VM's own (a few come and go),
-    # not a run's 20 Strings, left old after each /held
-    assert max(live[1:]) - min(live[1:]) < 10, live
+    # not a run's 20 Strings, left old after each /held. Under MRB_GC_STRESS
+    # a full collection runs before every allocation, in the middle of /held
+    # too, and leaves its Strings old, which a minor collection does not
+    # free (the next run's first allocation does): there only the runs that
+    # held nothing are compared.
+    steady = live[1::2] if GC_STRESS else live[1:]
+    assert max(steady) - min(steady) < 10, live
 
 
 @measures_memory
