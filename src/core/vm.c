@@ -827,6 +827,71 @@ void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous)
     }
 }
 
+/* Prefork: the VM a child's one thread runs its scripts in is made once, in
+ * the parent, after the configuration is read, and each child adopts its
+ * copy at its start. The copies share the parent's pages until a child
+ * writes to them (a heap page whose free slots it fills, the VM's stack and
+ * method cache); the class and method tables, the symbols and the objects
+ * the set-up left, which scripts read and seldom change, stay shared: the
+ * realistic handler's memory per child went from 395 to 175 KiB
+ * (benchmarks.md, "The prefork child's VM made in the parent"). A VM that
+ * replaces it (mrubyMaxRequestsPerVM, mrubyMemoryLimit) is made in the
+ * child, as before. The parent makes it anew at each restart. */
+static mm_vm_t *parent_made; /* the parent's, until a child adopts it */
+
+static apr_status_t close_parent_made(void *unused)
+{
+    (void)unused;
+    if (parent_made) {
+        mm_vm_close(parent_made);
+        parent_made = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+void mm_vm_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    int threaded = 0;
+
+    if (ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS || threaded != AP_MPMQ_NOT_SUPPORTED) {
+        return;
+    }
+    /* else each child makes its own, as under worker and event */
+    if ((parent_made = mm_vm_create(s)) != NULL) {
+        apr_pool_cleanup_register(pconf, NULL, close_parent_made, apr_pool_cleanup_null);
+    }
+}
+
+static mrb_value reseed_body(mrb_state *mrb, void *unused)
+{
+    (void)unused;
+    seed_random(mrb);
+    return mrb_nil_value();
+}
+
+/* The child's main thread takes the parent's VM as its own. */
+static void adopt_parent_made(server_rec *s)
+{
+    mm_vm_t *vm = parent_made;
+    mrb_bool raised = FALSE;
+    mrb_value exc;
+    int ai;
+
+    parent_made = NULL; /* the child's now (one process: pconf's cleanup leaves it alone) */
+    /* Every child's copy would draw the parent's numbers. */
+    ai = mrb_gc_arena_save(vm->mrb);
+    exc = mrb_protect_error(vm->mrb, reseed_body, NULL, &raised);
+    if (raised) {
+        mm_error_log_exception(vm, exc, NULL, s, APLOG_ERR, "VM setup", "mod_mruby");
+        mrb_gc_arena_restore(vm->mrb, ai);
+        mm_vm_close(vm); /* the child's first run makes one of its own */
+        return;
+    }
+    mrb_gc_arena_restore(vm->mrb, ai);
+    apr_threadkey_private_set(vm, vm_key);
+    registry_add(vm);
+}
+
 /* The child is exiting. Its worker threads have ended (their VMs are closed
  * already) except where exit interrupts one, e.g. a signal during a request:
  * a VM in use is left alone, the process is going away. */
@@ -878,5 +943,7 @@ void mm_vm_child_init(apr_pool_t *pchild, server_rec *s)
     apr_pool_cleanup_register(pchild, NULL, child_exit, apr_pool_cleanup_null);
     if (shared_tables_on) {
         maker_start(pchild, s); /* stopped before child_exit runs */
+    } else if (parent_made) {
+        adopt_parent_made(s);
     }
 }

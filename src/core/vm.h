@@ -152,6 +152,7 @@ mm_vm_t *mm_vm_create(server_rec *s);
 void mm_vm_close(mm_vm_t *vm);
 
 /* child_init: creates the thread key and the registry of live VMs. */
+void mm_vm_post_config(apr_pool_t *pconf, server_rec *s);
 void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
 
 /* True when this child's MPM can suspend requests (event): then fibers may

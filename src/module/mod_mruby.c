@@ -59,6 +59,7 @@ static int mm_post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp
                      MM_LOGNO(00001) MM_MODULE_NAME "/" MM_MODULE_VERSION " mruby/" MRUBY_VERSION
                                                     " ready: %d scripts, one VM per %s",
                      mm_code_script_count(), threaded ? "thread" : "process");
+        mm_vm_post_config(pconf, s);
     }
     return OK;
 }

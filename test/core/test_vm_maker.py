@@ -1,11 +1,15 @@
-"""In a child with threads, one thread of the module's own (named
-mruby-vms) makes every worker thread's VM, and the worker waits for it
-(vm.c, make_vm; benchmarks.md, "The VMs made by one thread"). What the
-test can see: each worker thread still has a VM of its own (globals do not
-cross), threads asking at the same time each get theirs, a VM replaced
-after mrubyMaxRequestsPerVM is made again, and the child has that thread under
-worker and event and not under prefork, whose one VM is made in place.
-What it saves (memory) is measured by the bench, not here."""
+"""How the VMs are made. In a child with threads, one thread of the
+module's own (named mruby-vms) makes every worker thread's VM, and the
+worker waits for it (vm.c, make_vm; benchmarks.md, "The VMs made by one
+thread"). Under prefork, the child's one VM is made in the parent and each
+child adopts its copy at its start (vm.c, mm_vm_post_config; benchmarks.md,
+"The prefork child's VM made in the parent"). What the test can see: each
+worker thread (each child) still has a VM of its own, whose random numbers
+are its own (globals do not cross), threads asking at the same time each get
+theirs, a VM replaced after mrubyMaxRequestsPerVM is made again, the child
+has the maker thread under worker and event and not under prefork, and
+prefork's children made no VM before their retirements. What it saves
+(memory) is measured by the bench, not here."""
 
 import concurrent.futures
 import os
@@ -64,8 +68,10 @@ def serving_pids(srv):
 
 def meet(server):
     """Four requests at once (two under prefork: two children), each on a
-    thread that has no VM yet."""
+    thread that has no VM yet (under prefork: whose VM the parent made)."""
     before = vms_created(server)
+    if server.mpm == "prefork":
+        assert before == len(serving_pids(server))  # adopted at the children's start
     ids = [uuid.uuid4().hex for _ in range(4 if server.mpm != "prefork" else 2)]
     args = [",".join([me] + [o for o in ids if o != me]) for me in ids]
     with concurrent.futures.ThreadPoolExecutor(len(ids)) as pool:
@@ -77,8 +83,12 @@ def meet(server):
     assert len({w[1] for w in words}) == len(ids), words
     if server.mpm != "prefork":
         assert len({w[2] for w in words}) == 1, words  # one child
-    # the first requests of these threads (mod_status's own made none)
-    assert vms_created(server) - before == len(ids)
+    # the first requests of these threads (mod_status's own made none);
+    # under prefork, each child's VM was there before its first request,
+    # and its random numbers are still its own: the same first number
+    # drawn in both children's VMs (the parent's generator, copied) fails
+    # the distinct ids above
+    assert vms_created(server) - before == (0 if server.mpm == "prefork" else len(ids))
 
 
 # One server per MPM for the three checks (a server start is the test's
@@ -86,7 +96,7 @@ def meet(server):
 # threads that have no VM yet, then the thread, then the retirements.
 @pytest.mark.parametrize("mpm", MPMS)
 def test_vms_made_by_the_maker_thread(mpm):
-    server = Httpd("vm_maker", mpm, BODY, mpm_conf=ONE_CHILD[mpm])
+    server = Httpd("vm_maker", mpm, BODY, mpm_conf=ONE_CHILD[mpm], log_level="warn mruby:debug")
     server.shared_dir("meet")
     server.start()
     try:
@@ -96,6 +106,13 @@ def test_vms_made_by_the_maker_thread(mpm):
         # the thread, where a child has threads
         assert server.ok("/vm").status == 200
         pids = serving_pids(server)
+        # the VMs made so far, by process: under prefork, the parent's one,
+        # which its children adopted; else the child's, one a thread
+        made = re.findall(r"MRB00012: created an mruby VM for pid (\d+)", server.error_log())
+        if mpm == "prefork":
+            assert made == [str(server.pid)], made
+        else:
+            assert made and set(made) <= {str(pid) for pid in pids}, made
         makers = [thread_names(pid).count(MAKER) for pid in pids]
         assert makers == [0 if mpm == "prefork" else 1] * len(pids), makers
 
