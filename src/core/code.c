@@ -679,13 +679,121 @@ static void keep_loaded(mm_vm_t *vm, mm_loaded_t *l, struct RProc *proc)
     }
 }
 
+/* A VM's file scripts by path: a table of chained entries in malloc'd
+ * memory, not in the VM's APR pool, whose first block is 8 KiB (most VMs
+ * load a file or two, and make the pool for nothing else). The entries do
+ * not move: the harness keeps pointers to them across a run. */
+typedef struct file_entry {
+    struct file_entry *next;
+    unsigned int hash;
+    mm_loaded_t l;
+    char path[];
+} file_entry_t;
+
+struct mm_files {
+    unsigned int count, mask; /* mask + 1 buckets, a power of two */
+    file_entry_t **buckets;
+};
+
+#define MM_FILES_FIRST 8 /* buckets of a new table; doubled past one entry a bucket */
+
+static unsigned int path_hash(const char *path)
+{
+    apr_ssize_t len = APR_HASH_KEY_STRING;
+
+    return apr_hashfunc_default(path, &len);
+}
+
+static mm_loaded_t *files_get(const struct mm_files *files, const char *path)
+{
+    unsigned int hash = path_hash(path);
+    const file_entry_t *e;
+
+    for (e = files ? files->buckets[hash & files->mask] : NULL; e; e = e->next) {
+        if (e->hash == hash && strcmp(e->path, path) == 0) {
+            return (mm_loaded_t *)&e->l;
+        }
+    }
+    return NULL;
+}
+
+/* Doubles the buckets; on failure the table stays as it was (only longer
+ * chains). */
+static void files_grow(struct mm_files *files)
+{
+    unsigned int n = (files->mask + 1) * 2, i;
+    file_entry_t **buckets = calloc(n, sizeof *buckets), *e, *next;
+
+    if (buckets == NULL) {
+        return;
+    }
+    for (i = 0; i <= files->mask; i++) {
+        for (e = files->buckets[i]; e; e = next) {
+            next = e->next;
+            e->next = buckets[e->hash & (n - 1)];
+            buckets[e->hash & (n - 1)] = e;
+        }
+    }
+    free(files->buckets);
+    files->buckets = buckets;
+    files->mask = n - 1;
+}
+
+/* A new, empty entry for path; NULL if out of memory. */
+static mm_loaded_t *files_add(mm_vm_t *vm, const char *path)
+{
+    struct mm_files *files = vm->files;
+    size_t len = strlen(path);
+    file_entry_t *e;
+
+    if (files == NULL) {
+        if ((files = calloc(1, sizeof *files)) == NULL ||
+            (files->buckets = calloc(MM_FILES_FIRST, sizeof *files->buckets)) == NULL) {
+            free(files);
+            return NULL;
+        }
+        files->mask = MM_FILES_FIRST - 1;
+        vm->files = files;
+    }
+    if ((e = calloc(1, sizeof *e + len + 1)) == NULL) {
+        return NULL;
+    }
+    memcpy(e->path, path, len + 1);
+    e->hash = path_hash(path);
+    e->next = files->buckets[e->hash & files->mask];
+    files->buckets[e->hash & files->mask] = e;
+    if (++files->count > files->mask + 1) {
+        files_grow(files);
+    }
+    return &e->l;
+}
+
+void mm_code_files_free(mm_vm_t *vm)
+{
+    struct mm_files *files = vm->files;
+    file_entry_t *e, *next;
+    unsigned int i;
+
+    if (files == NULL) {
+        return;
+    }
+    for (i = 0; i <= files->mask; i++) {
+        for (e = files->buckets[i]; e; e = next) {
+            next = e->next;
+            free(e);
+        }
+    }
+    free(files->buckets);
+    free(files);
+    vm->files = NULL;
+}
+
 mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, const apr_finfo_t *finfo,
                                apr_pool_t *p, const char **err)
 {
     mm_stamp_t now, got;
-    mm_loaded_t *l = vm->files ? apr_hash_get(vm->files, path, APR_HASH_KEY_STRING) : NULL;
+    mm_loaded_t *l = files_get(vm->files, path);
     struct RProc *proc = NULL;
-    apr_pool_t *pool;
 
     stamp_of(&now, finfo);
     if (l && stamp_eq(&l->stamp, &now)) {
@@ -703,16 +811,9 @@ mm_loaded_t *mm_code_file_proc(mm_vm_t *vm, server_rec *s, const char *path, con
     if (proc == NULL) {
         return NULL;
     }
-    if (l == NULL) {
-        if ((pool = mm_vm_pool(vm)) == NULL) {
-            *err = "out of memory";
-            return NULL;
-        }
-        if (vm->files == NULL) {
-            vm->files = apr_hash_make(pool);
-        }
-        l = apr_pcalloc(pool, sizeof *l);
-        apr_hash_set(vm->files, apr_pstrdup(pool, path), APR_HASH_KEY_STRING, l);
+    if (l == NULL && (l = files_add(vm, path)) == NULL) {
+        *err = "out of memory";
+        return NULL;
     }
     keep_loaded(vm, l, proc);
     l->stamp = got;

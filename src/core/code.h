@@ -37,6 +37,9 @@ typedef struct mm_loaded {
     mm_stamp_t stamp; /* file scripts: the version proc was built from */
 } mm_loaded_t;
 
+/* Frees the VM's table of file scripts (when the VM is closed). */
+void mm_code_files_free(mm_vm_t *vm);
+
 /* The loaded script as a block for a fiber (made once per VM and version). */
 struct RProc *mm_code_fiber_block(mm_vm_t *vm, mm_loaded_t *l);
 

@@ -250,6 +250,7 @@ static void vm_free(mm_vm_t *vm)
     if (vm->locking) {
         pthread_mutex_destroy(&vm->lock);
     }
+    mm_code_files_free(vm);
     free(vm->loaded);
     free(vm);
 }

@@ -18,6 +18,7 @@
 
 struct mm_run;
 struct mm_loaded;
+struct mm_files;
 
 typedef struct mm_vm mm_vm_t;
 
@@ -43,7 +44,7 @@ struct mm_vm {
     apr_pool_t *pool;         /* this VM's own pool (private allocator), made when first needed: mm_vm_pool */
     struct mm_loaded *loaded; /* scripts compiled at config time, by id; loaded lazily */
     int nloaded;
-    apr_hash_t *files;            /* path -> mm_loaded_t of file scripts (in pool; NULL before the first) */
+    struct mm_files *files;       /* path -> mm_loaded_t of file scripts (code.c; NULL before the first) */
     struct mm_run *run;           /* innermost run in progress, NULL between runs */
     uintptr_t serial;             /* counts runs; wrapper objects remember theirs */
     struct RClass *fiber_class;   /* Fiber: what scripts that may sleep run in */

@@ -2,8 +2,9 @@
 never re-read."""
 
 import concurrent.futures
+import re
 
-from httpd import module_httpd
+from httpd import SINGLE_WORKER, module_httpd
 
 BODY = r"""
 AddHandler mruby-script .mrb
@@ -114,3 +115,37 @@ def test_ruby_starting_with_rite_is_compiled_not_taken_for_bytecode(server):
     assert bodies(server, "/rite_inline", n=8) == {b"inline"}
     server.write("htdocs/rite.mrb", RITE_RB)
     assert bodies(server, "/rite.mrb", n=8) == {b"a,b"}
+
+
+# One VM meets many files: its table of file scripts (code.c) starts with 8
+# buckets and doubles past one file a bucket; each file keeps its own
+# script through the growths, and an edited one is compiled again.
+MANY = 40
+many = module_httpd("reload_many", """
+LoadModule status_module /usr/lib/apache2/modules/mod_status.so
+AddHandler mruby-script .mrb
+<Location /server-status>
+    SetHandler server-status
+</Location>
+""", files={"htdocs/many/f%02d.mrb" % i: 'Apache.rputs "file %d"\n' % i for i in range(MANY)},
+    mpm_conf=SINGLE_WORKER)
+
+
+def code_counts(srv):
+    text = srv.ok("/server-status?auto").text
+    return {k: int(re.search(r"^Mruby%s: (\d+)$" % k, text, re.M).group(1)) for k in ("CodeHits", "CodeCompiles")}
+
+
+def test_one_vm_keeps_many_files_apart(many):
+    before = code_counts(many)
+    for round_ in range(2):
+        for i in range(MANY):
+            assert many.ok("/many/f%02d.mrb" % i).text == "file %d" % i
+    after = code_counts(many)
+    # compiled once each, then found in the VM's table
+    assert (after["CodeCompiles"] - before["CodeCompiles"], after["CodeHits"] - before["CodeHits"]) == (MANY, MANY)
+    for i in (0, 17, MANY - 1):
+        many.write("htdocs/many/f%02d.mrb" % i, 'Apache.rputs "edited %d"\n' % i)
+    for i in range(MANY):
+        assert many.ok("/many/f%02d.mrb" % i).text == ("edited %d" if i in (0, 17, MANY - 1) else "file %d") % i
+    assert code_counts(many)["CodeCompiles"] - after["CodeCompiles"] == 3
