@@ -837,7 +837,10 @@ void mm_vm_leave(mm_vm_t *vm, mm_vm_t *previous)
  * realistic handler's memory per child went from 395 to 175 KiB
  * (benchmarks.md, "The prefork child's VM made in the parent"). A VM that
  * replaces it (mrubyMaxRequestsPerVM, mrubyMemoryLimit) is made in the
- * child, as before. The parent makes it anew at each restart. */
+ * child, as before. The parent makes it anew at each restart. Not for the
+ * threads of worker and event: a VM in the parent for each thread of a
+ * child cost the parent more than the children saved, below some six
+ * children (benchmarks.md, the same section). */
 static mm_vm_t *parent_made; /* the parent's, until a child adopts it */
 
 static apr_status_t close_parent_made(void *unused)
@@ -855,9 +858,8 @@ void mm_vm_post_config(apr_pool_t *pconf, server_rec *s)
     int threaded = 0;
 
     if (ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS || threaded != AP_MPMQ_NOT_SUPPORTED) {
-        return;
+        return; /* the child's maker makes its threads' VMs */
     }
-    /* else each child makes its own, as under worker and event */
     if ((parent_made = mm_vm_create(s)) != NULL) {
         apr_pool_cleanup_register(pconf, NULL, close_parent_made, apr_pool_cleanup_null);
     }
