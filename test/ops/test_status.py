@@ -217,12 +217,19 @@ def test_counts_of_children_that_exited_stay(several):
     several.ok("/ok")
     d, after = delta(several, before)
     assert d["MrubyRuns"] == 1  # the old children's runs are still counted
-    # After a graceful restart the threaded MPMs start the new generation's
-    # children as the old ones' slots free up, one maintenance cycle (a
-    # second) apart: the second may not be there yet.
+    # How many children the new generation has is httpd's choice: the
+    # threaded MPMs start them as the old ones' slots free up, one
+    # maintenance cycle (a second) apart, and prefork, whose first cycle
+    # after the restart starts the children still to start in the slots
+    # free then, replaces an old child that exited later only if fewer than
+    # MinSpareServers are idle (2 here: under load, 3 of the 4 children
+    # were seen to stay). What is checked: the count is that of the
+    # children alive, once they have started.
     deadline = time.monotonic() + 10
-    while after["MrubyChildren"] != before["MrubyChildren"] and time.monotonic() < deadline:
+    live = len(procs.children(several.pid))
+    while after["MrubyChildren"] != live and time.monotonic() < deadline:
         time.sleep(0.1)
         after = counters(several)
-    assert after["MrubyChildren"] == before["MrubyChildren"]
+        live = len(procs.children(several.pid))
+    assert after["MrubyChildren"] == live >= 1, (after, live)
     assert after["MrubyRuns"] - before["MrubyRuns"] == 1
