@@ -94,15 +94,15 @@ def client_bound_note(results, load):
 
 def memory_table(results, mpm):
     m = results["mpms"][mpm]
-    lines = ["| target | children | RSS per child (MiB) | private per child (MiB) | "
+    lines = ["| target | parent RSS (MiB) | children | RSS per child (MiB) | private per child (MiB) | "
              "private growth per worker (KiB) | mruby VMs | growth per VM (KiB) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in ordered(m["targets"]):
         mem = m["targets"][name].get("memory")
         if not mem:
             continue
-        lines.append("| %s | %d | %.1f | %.1f | %.0f | %s | %s |" % (
-            label(name), mem["children"], mem["rss_mib_per_child"], mem["private_mib_per_child"],
+        lines.append("| %s | %s | %d | %.1f | %.1f | %.0f | %s | %s |" % (
+            label(name), fmt(mem.get("parent_rss_mib"), "%.1f"), mem["children"], mem["rss_mib_per_child"], mem["private_mib_per_child"],
             mem["growth_kib_per_worker"], fmt(mem["vms"], "%d"), fmt(mem["growth_kib_per_vm"])))
     return lines if len(lines) > 2 else []
 

@@ -231,25 +231,35 @@ class Server:
             total += process_cpu_seconds(pid)
         return total
 
+    @staticmethod
+    def _rollup(pid):
+        """(RSS, private memory) of a process in KiB, from smaps_rollup, or
+        None if it is gone."""
+        rss = private = 0
+        try:
+            with open("/proc/%d/smaps_rollup" % pid) as f:
+                for line in f:
+                    key, _, rest = line.partition(":")
+                    if key == "Rss":
+                        rss = int(rest.split()[0])
+                    elif key in ("Private_Clean", "Private_Dirty"):
+                        private += int(rest.split()[0])
+        except OSError:
+            return None
+        return rss, private
+
     def memory(self):
-        """Per child: (RSS, private memory) in KiB, from smaps_rollup.
-        Private memory (pages no other process maps) is what a child's own
-        VMs, interpreters and pools cost; RSS also counts shared pages."""
-        out = []
-        for pid in self.children():
-            rss = private = 0
-            try:
-                with open("/proc/%d/smaps_rollup" % pid) as f:
-                    for line in f:
-                        key, _, rest = line.partition(":")
-                        if key == "Rss":
-                            rss = int(rest.split()[0])
-                        elif key in ("Private_Clean", "Private_Dirty"):
-                            private += int(rest.split()[0])
-            except OSError:
-                continue
-            out.append((rss, private))
-        return out
+        """Per child: (RSS, private memory) in KiB. Private memory (pages no
+        other process maps) is what a child's own VMs, interpreters and
+        pools cost; RSS also counts shared pages."""
+        return [m for m in map(self._rollup, self.children()) if m is not None]
+
+    def parent_rss(self):
+        """The parent's RSS in KiB: what it made before forking (a prefork
+        child's VM, in mod_mruby) counts here once, shared by the children,
+        and not in their private memory."""
+        m = self._rollup(self.parent_pid())
+        return m[0] if m else 0
 
     def threads_per_child(self):
         return self.mpm_conf.get("ThreadsPerChild", 1)
