@@ -73,10 +73,14 @@ def test_a_thousand_clients_at_once(make_httpd, mpm):
         watcher.join()
     assert (got["complete"], got["failed"], got["non2xx"]) == (10000, 0, 0), got["output"]
     # A child never comes near the usual limit of 1024 descriptors: the
-    # connections wait in the listen queue, not in the children. (The event
-    # MPM's children accept ahead of their threads: on a machine busy with
-    # other work one was seen at 534.)
-    assert peak[0] < 768, peak[0]
+    # connections wait in the listen queue, not in the children. The event
+    # MPM's children accept ahead of their threads, and what bounds a
+    # child's accepting does not count its connections in lingering close
+    # (httpd's event.c, connections_above_limit), which pile up while the
+    # child is slow: one was seen at 534 on a busy machine, and at 847
+    # under ASan with another test running beside it. For event the bound
+    # is the limit itself.
+    assert peak[0] < (1024 if mpm == "event" else 768), peak[0]
     assert srv.get("/file.mrb").body == b"file"
 
 
