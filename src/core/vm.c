@@ -2,7 +2,8 @@
  *
  * A thread finds its VM through an APR thread key (pthread_getspecific: no
  * lock). The VM is created on the thread's first request (in a child with
- * threads, by the child's VM maker: see make_vm) and closed by the
+ * threads, by the child's VM maker: see make_vm; a prefork child adopts
+ * the one its parent made: see mm_vm_post_config) and closed by the
  * key's destructor when the thread exits; VMs of threads that never exit (the
  * prefork child's main thread) are closed when the child's pool goes. The
  * registry lock below is taken only when a VM is created or closed, never on

@@ -152,8 +152,10 @@ void mm_vm_each(void (*fn)(mm_vm_t *vm, void *ctx), void *ctx);
 mm_vm_t *mm_vm_create(server_rec *s);
 void mm_vm_close(mm_vm_t *vm);
 
-/* child_init: creates the thread key and the registry of live VMs. */
+/* post_config (prefork): makes the VM each child adopts at its start. */
 void mm_vm_post_config(apr_pool_t *pconf, server_rec *s);
+/* child_init: creates the thread key and the registry of live VMs (under
+ * prefork, with the parent's VM in it). */
 void mm_vm_child_init(apr_pool_t *pchild, server_rec *s);
 
 /* True when this child's MPM can suspend requests (event): then fibers may
